@@ -1,0 +1,1 @@
+"""ipylsp.analysis layer (see ARCHITECTURE.md)."""

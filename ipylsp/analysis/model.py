@@ -1,0 +1,134 @@
+"""The diagnostics model: plain, frozen values shared by every layer above the wire.
+
+Positions here are 0-based lines and 0-based columns in *characters* (Unicode code points).
+The wire's encoding (UTF-16 by default) is converted exactly once, in `analysis.positions`,
+when a server's message is parsed. Formatting for people and agents adds 1 to both.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class Severity(enum.IntEnum):
+    """LSP DiagnosticSeverity values; lower is more severe."""
+
+    ERROR = 1
+    WARNING = 2
+    INFORMATION = 3
+    HINT = 4
+
+    @property
+    def label(self) -> str:
+        return {1: "ERROR", 2: "WARN", 3: "INFO", 4: "HINT"}[self.value]
+
+    @property
+    def json_name(self) -> str:
+        return {1: "error", 2: "warning", 3: "information", 4: "hint"}[self.value]
+
+    @classmethod
+    def from_lsp(cls, value: object) -> Severity:
+        """Servers may omit severity; the spec says the client decides: we call it an error."""
+        if isinstance(value, int) and 1 <= value <= 4:
+            return cls(value)
+        return cls.ERROR
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Position:
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Range:
+    start: Position
+    end: Position
+
+    @classmethod
+    def of(cls, line: int, column: int, end_line: int, end_column: int) -> Range:
+        return cls(Position(line, column), Position(end_line, end_column))
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem, in characters, tagged with the server that reported it."""
+
+    range: Range
+    severity: Severity
+    message: str
+    source: str | None = None
+    code: str | None = None
+    server_id: str = ""
+
+    def sort_key(self) -> tuple[int, int, int, str, str]:
+        return (
+            self.severity.value,
+            self.range.start.line,
+            self.range.start.column,
+            self.message,
+            self.server_id,
+        )
+
+
+class UnknownReason(enum.Enum):
+    """Why a server's answer for a file is not known. Never shown as clean."""
+
+    TIMED_OUT = "timed out"
+    NOT_INSTALLED = "not installed"
+    BROKEN = "broken"
+    CRASHED = "crashed"
+    FAILED = "failed"
+    UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """A server whose diagnostics for a file could not be obtained, and why."""
+
+    server_id: str
+    reason: UnknownReason
+    detail: str = ""
+    hint: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerResult:
+    """What one server said about one document version (or why it said nothing)."""
+
+    server_id: str
+    path: Path
+    version: int | None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    unknown: Unknown | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileReport:
+    """The problems of one file as shown to a caller: new ones, fixed ones, unknown servers."""
+
+    path: Path
+    display_path: str
+    diagnostics: tuple[Diagnostic, ...] = ()
+    fixed: tuple[Diagnostic, ...] = ()
+    unknown: tuple[Unknown, ...] = ()
+    servers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Everything one check (or one cell) produced, before caps and formatting."""
+
+    files: tuple[FileReport, ...] = ()
+    root: Path | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def has_problems(self) -> bool:
+        return any(f.diagnostics for f in self.files)
+
+    @property
+    def has_unknown(self) -> bool:
+        return any(f.unknown for f in self.files)

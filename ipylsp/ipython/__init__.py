@@ -1,0 +1,1 @@
+"""ipylsp.ipython layer (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""ipylsp.lsp layer (see ARCHITECTURE.md)."""

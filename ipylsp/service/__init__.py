@@ -1,0 +1,1 @@
+"""ipylsp.service layer (see ARCHITECTURE.md)."""

@@ -1,0 +1,54 @@
+"""Plain settings for the core (service, lsp, analysis).
+
+The adapters read the traitlets `IPyLSP` configurable (or CLI flags) and build one of these, so
+the core never imports traitlets or IPython and every surface reads the same knobs the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ipylsp.lsp.spec import ServerOverride
+
+SeverityFilter = Literal["error", "warning", "all"]
+InstallStrategy = Literal["manual", "auto"]
+
+DEFAULT_LANGUAGE_SERVERS: Mapping[str, tuple[str, ...]] = {
+    # One entry per role; "a|b|c" means: the first of these that is installed.
+    "python": ("basedpyright|pyright|ty", "ruff"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every knob of the core, with the defaults documented in the README."""
+
+    wait_budget: float = 10.0
+    """Seconds one check may wait for all its servers (spawn + initialize + diagnostics)."""
+    request_timeout: float = 10.0
+    """Seconds a single request may take before it is cancelled."""
+    shutdown_grace: float = 2.0
+    """Seconds a server gets to exit after shutdown/exit before its process group is killed."""
+    idle_timeout: float = 600.0
+    """Seconds without use after which a server is stopped (0 disables the reaper)."""
+    max_open_documents: int = 50
+    """Documents kept open per server; the least recently used are closed beyond this."""
+    max_message_bytes: int = 64 * 1024 * 1024
+    """Largest message body accepted from a server."""
+    max_restarts: int = 3
+    """Crash restarts (with backoff) before a server is marked broken until `restart`."""
+    max_timeouts: int = 2
+    """Consecutive timed-out checks before a server is marked broken until `restart`."""
+    severity: SeverityFilter = "error"
+    max_per_file: int = 20
+    max_per_report: int = 50
+    language_servers: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(DEFAULT_LANGUAGE_SERVERS)
+    )
+    servers: Mapping[str, ServerOverride] = field(default_factory=dict)
+    install_strategy: InstallStrategy = "manual"
+    data_dir: Path | None = None
+    """Where ipylsp installs servers; None means the platformdirs user data dir."""
