@@ -107,11 +107,16 @@ class ServerResult:
 
 @dataclass(frozen=True, slots=True)
 class FileReport:
-    """The problems of one file as shown to a caller: new ones, fixed ones, unknown servers."""
+    """The problems of one file as shown to a caller: new ones, fixed ones, unknown servers.
+
+    `diagnostics` is what the check reports (the introduced ones for a delta check, everything
+    for a full check); `current` is everything the servers said about the new text.
+    """
 
     path: Path
     display_path: str
     diagnostics: tuple[Diagnostic, ...] = ()
+    current: tuple[Diagnostic, ...] = ()
     fixed: tuple[Diagnostic, ...] = ()
     unknown: tuple[Unknown, ...] = ()
     servers: tuple[str, ...] = ()
