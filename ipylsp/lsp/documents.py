@@ -1,0 +1,86 @@
+"""The documents one client has open: text and version as the server sees them.
+
+Every version's text is kept until diagnostics for it are read, because converting a server's
+UTF-16 columns needs the exact text they were computed on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from ipylsp.analysis.positions import LineIndex
+
+
+def path_to_uri(path: Path) -> str:
+    return path.as_uri()
+
+
+def uri_to_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+@dataclass
+class Push:
+    """The latest publishDiagnostics for a document."""
+
+    version: int | None
+    diagnostics: list[Any]
+    sequence: int
+
+
+@dataclass
+class OpenDocument:
+    path: Path
+    uri: str
+    language_id: str
+    version: int
+    text: str
+    last_used: float = field(default_factory=time.monotonic)
+    push: Push | None = None
+    _index: LineIndex | None = None
+    _index_text: str | None = None
+
+    def index(self) -> LineIndex:
+        if self._index is None or self._index_text is not self.text:
+            self._index = LineIndex(self.text)
+            self._index_text = self.text
+        return self._index
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+
+
+class DocumentTable:
+    """Open documents by URI, with least-recently-used eviction."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, OpenDocument] = {}
+
+    def get(self, uri: str) -> OpenDocument | None:
+        return self._docs.get(uri)
+
+    def add(self, doc: OpenDocument) -> None:
+        self._docs[doc.uri] = doc
+
+    def remove(self, uri: str) -> OpenDocument | None:
+        return self._docs.pop(uri, None)
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __iter__(self) -> Iterator[OpenDocument]:
+        return iter(list(self._docs.values()))
+
+    def least_recently_used(self, count: int, keep: str) -> list[OpenDocument]:
+        candidates = sorted(
+            (d for d in self._docs.values() if d.uri != keep), key=lambda d: d.last_used
+        )
+        return candidates[:count]

@@ -1,0 +1,216 @@
+"""Server processes: spawned in their own process group, never outliving the Python process.
+
+Two mechanisms guarantee "no orphans":
+
+- every server is a session/process-group leader, so stopping it kills the whole group (and any
+  descendants found in /proc that escaped it);
+- one small watchdog process per Python process (its own session too, so a Jupyter interrupt or
+  a `killpg` of the kernel's group does not reach it) holds the read end of a pipe. The kernel
+  tells it which groups exist. When the kernel dies — even by SIGKILL — the pipe reaches EOF and
+  the watchdog kills every group it was told about.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+STDERR_TAIL_BYTES = 16 * 1024
+
+_WATCHDOG_SOURCE = r"""
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+groups = set()
+for line in sys.stdin.buffer:
+    op, _, arg = line.strip().partition(b" ")
+    try:
+        pgid = int(arg)
+    except ValueError:
+        continue
+    if op == b"+":
+        groups.add(pgid)
+    elif op == b"-":
+        groups.discard(pgid)
+def kill(sig):
+    for pgid in groups:
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
+kill(signal.SIGTERM)
+time.sleep(0.5)
+kill(signal.SIGKILL)
+"""
+
+
+class Watchdog:
+    """Kills registered process groups when this Python process dies (see module docstring)."""
+
+    _lock = threading.Lock()
+    _instance: Watchdog | None = None
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", _WATCHDOG_SOURCE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+        self._pid_owner = os.getpid()
+
+    @classmethod
+    def get(cls) -> Watchdog:
+        with cls._lock:
+            if cls._instance is None or not cls._instance.alive:
+                cls._instance = cls()
+            return cls._instance
+
+    @property
+    def alive(self) -> bool:
+        return self._pid_owner == os.getpid() and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def _say(self, line: str) -> None:
+        stdin = self._proc.stdin
+        if stdin is None:
+            return
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            stdin.write(line.encode() + b"\n")
+            stdin.flush()
+
+    def watch(self, pgid: int) -> None:
+        self._say(f"+ {pgid}")
+
+    def forget(self, pgid: int) -> None:
+        self._say(f"- {pgid}")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid` (Linux /proc; empty elsewhere)."""
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+            ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children[ppid].append(int(entry))
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Signal the process group led by `pid` and every descendant that left it."""
+    targets = descendants(pid)
+    with contextlib.suppress(OSError):
+        os.killpg(pid, sig)
+    for target in targets:
+        with contextlib.suppress(OSError):
+            os.kill(target, sig)
+
+
+class ServerProcess:
+    """A spawned server: its pipes, its stderr tail, and how to end it for sure."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, command: Sequence[str]) -> None:
+        self.proc = proc
+        self.command = tuple(command)
+        self._stderr_tail: collections.deque[bytes] = collections.deque()
+        self._stderr_size = 0
+        self._stderr_task: asyncio.Task[None] | None = None
+        if proc.stderr is not None:
+            self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    async def _drain_stderr(self) -> None:
+        """Read stderr continuously: a full stderr pipe would wedge the server."""
+        assert self.proc.stderr is not None
+        with contextlib.suppress(Exception):
+            while chunk := await self.proc.stderr.read(65536):
+                self._stderr_tail.append(chunk)
+                self._stderr_size += len(chunk)
+                while self._stderr_size > STDERR_TAIL_BYTES and len(self._stderr_tail) > 1:
+                    self._stderr_size -= len(self._stderr_tail.popleft())
+
+    def stderr_tail(self, max_chars: int = 2000) -> str:
+        text = b"".join(self._stderr_tail).decode("utf-8", "replace").strip()
+        return text[-max_chars:]
+
+    async def wait(self, timeout: float) -> bool:
+        """True when the process exited within `timeout`."""
+        try:
+            await asyncio.wait_for(self.proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def kill(self) -> None:
+        """Kill the process tree and reap it."""
+        kill_tree(self.pid, signal.SIGKILL)
+        await self.wait(5.0)
+        Watchdog.get().forget(self.pid)
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()
+
+
+async def spawn(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    limit: int = 1024 * 1024,
+) -> ServerProcess:
+    """Start `command` in a new session, registered with the watchdog."""
+    watchdog = Watchdog.get()
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    proc = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(cwd),
+        env=full_env,
+        start_new_session=True,
+        limit=limit,
+    )
+    watchdog.watch(proc.pid)
+    return ServerProcess(proc, command)
