@@ -28,6 +28,8 @@ class Settings:
 
     wait_budget: float = 10.0
     """Seconds one check may wait for all its servers (spawn + initialize + diagnostics)."""
+    initialize_timeout: float = 60.0
+    """Seconds a server may take to answer initialize (in the background) before it is broken."""
     request_timeout: float = 10.0
     """Seconds a single request may take before it is cancelled."""
     shutdown_grace: float = 2.0

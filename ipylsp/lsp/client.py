@@ -428,8 +428,16 @@ class LanguageClient:
             with contextlib.suppress(ClientError):
                 await self._send("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
 
-    def open_paths(self) -> list[Path]:
-        return [doc.path for doc in self.documents]
+    def recent_paths(self, count: int) -> list[Path]:
+        """Open documents, most recently used first."""
+        docs = sorted(self.documents, key=lambda d: d.last_used, reverse=True)
+        return [doc.path for doc in docs[:count]]
+
+    async def sync_document(self, path: Path, text: str, language_id: str) -> int:
+        """Make the server see `text` without waiting for diagnostics; returns the version."""
+        lock = self._locks.setdefault(path_to_uri(path), asyncio.Lock())
+        async with lock:
+            return (await self._open_or_change(path, text, language_id)).version
 
     # -- diagnostics --------------------------------------------------------------------------
 

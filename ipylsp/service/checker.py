@@ -1,0 +1,306 @@
+"""One check of one file: pick servers, fan out, baseline and delta, other open files.
+
+Runs on the service's loop. Every failure becomes an `Unknown` entry; nothing raises to the
+caller except bad arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ipylsp.analysis import delta as delta_mod
+from ipylsp.analysis.model import Diagnostic, FileReport, Unknown, UnknownReason
+from ipylsp.analysis.syntax import syntax_diagnostics
+from ipylsp.lsp import languages, locate, registry, roots
+from ipylsp.lsp.client import ClientError, LanguageClient
+from ipylsp.lsp.spec import ServerSpec
+from ipylsp.service.baseline import KnownFile, git_head_text, read_text
+from ipylsp.service.pool import ClientPool, Slot
+from ipylsp.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SYNTAX_ID = "syntax"
+MAX_OTHER_FILES = 10
+
+
+@dataclass
+class ServerOutcome:
+    spec: ServerSpec
+    slot: Slot | None
+    client: LanguageClient | None
+    baseline: tuple[Diagnostic, ...] = ()
+    current: tuple[Diagnostic, ...] = ()
+    unknown: Unknown | None = None
+
+
+class Checker:
+    def __init__(self, settings: Settings, pool: ClientPool) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.known: dict[Path, KnownFile] = {}
+        self._reported_unknown: set[tuple[str, Path, UnknownReason]] = set()
+
+    # -- entry point --------------------------------------------------------------------------
+
+    async def check(
+        self, path: Path, *, content: str | None, before: str | None, deadline: float
+    ) -> list[FileReport]:
+        """Reports for `path` (first) and for other open files the write broke."""
+        disk_text = read_text(path)
+        new_text = content if content is not None else disk_text
+        known = self.known.get(path)
+        before_text = self._before_text(path, before, known)
+        language_id = languages.language_id(path)
+        display_root = _display_root(path)
+        if language_id is None:
+            return [self._file_report(path, display_root, (), (), (), (), ())]
+        specs = registry.servers_for(path, self.settings, self._installed)
+        outcomes = await asyncio.gather(
+            *(
+                self._check_server(
+                    spec, path, language_id, before_text, new_text, known, content, deadline
+                )
+                for spec in specs
+            )
+        )
+        introduced: list[Diagnostic] = []
+        fixed: list[Diagnostic] = []
+        current: list[Diagnostic] = []
+        syntax_before = syntax_diagnostics(path, before_text) if before_text else ()
+        syntax_after = syntax_diagnostics(path, new_text) if new_text is not None else ()
+        pairs = [(o.baseline, o.current) for o in outcomes if o.unknown is None]
+        if syntax_after is not None:
+            pairs.append((syntax_before or (), syntax_after))
+        for baseline, now in pairs:
+            result = delta_mod.compute_delta(before_text, new_text or "", baseline, now)
+            introduced.extend(result.introduced)
+            fixed.extend(result.fixed)
+            current.extend(now)
+        unknown = tuple(o.unknown for o in outcomes if o.unknown is not None)
+        if content is None:
+            self._roll_forward(path, new_text, outcomes)
+        elif disk_text is not None:
+            await self._restore(path, language_id, disk_text, outcomes)
+        reports = [
+            self._file_report(
+                path,
+                display_root,
+                tuple(introduced),
+                tuple(current),
+                tuple(fixed),
+                unknown,
+                tuple(o.spec.id for o in outcomes),
+            )
+        ]
+        if content is None:
+            reports.extend(await self._other_files(path, outcomes, deadline))
+        return reports
+
+    def _before_text(self, path: Path, before: str | None, known: KnownFile | None) -> str:
+        if before is not None:
+            return before
+        if known is not None:
+            return known.text
+        head = git_head_text(path)
+        return head if head is not None else ""
+
+    def _installed(self, spec: ServerSpec) -> bool:
+        return locate.resolve_command(spec, locate.data_dir(self.settings)) is not None
+
+    # -- one server ---------------------------------------------------------------------------
+
+    async def _check_server(
+        self,
+        spec: ServerSpec,
+        path: Path,
+        language_id: str,
+        before_text: str,
+        new_text: str | None,
+        known: KnownFile | None,
+        content: str | None,
+        deadline: float,
+    ) -> ServerOutcome:
+        command = locate.resolve_command(spec, locate.data_dir(self.settings))
+        if command is None:
+            return ServerOutcome(spec, None, None, unknown=self._missing(spec, path))
+        root = roots.find_root(path, spec.root_markers)
+        slot = self.pool.slot(spec, root, command)
+        outcome = ServerOutcome(spec, slot, None)
+        try:
+            client = outcome.client = await self.pool.acquire(slot, deadline)
+            if new_text is None:
+                await client.close_document(path)
+                outcome.baseline = self._baseline_if_known(spec, before_text, known) or ()
+                return outcome
+            baseline = self._baseline_if_known(spec, before_text, known)
+            if baseline is None and before_text:
+                _, baseline = await client.diagnostics(
+                    path, before_text, language_id, deadline=deadline
+                )
+            outcome.baseline = baseline or ()
+            _, outcome.current = await client.diagnostics(
+                path, new_text, language_id, deadline=deadline, save=content is None
+            )
+            self.pool.record_success(slot)
+        except ClientError as exc:
+            if exc.reason is UnknownReason.TIMED_OUT:
+                await self.pool.record_timeout(slot)
+            outcome.unknown = self._unknown(spec, root, exc.reason, exc.detail)
+        return outcome
+
+    @staticmethod
+    def _baseline_if_known(
+        spec: ServerSpec, before_text: str, known: KnownFile | None
+    ) -> tuple[Diagnostic, ...] | None:
+        if known is not None and known.text == before_text and spec.id in known.results:
+            return known.results[spec.id]
+        if not before_text:
+            return ()
+        return None
+
+    def _missing(self, spec: ServerSpec, path: Path) -> Unknown:
+        from ipylsp.lsp.installers import install_hint
+
+        root = _display_root(path) or path.parent
+        return self._unknown(
+            spec, root, UnknownReason.NOT_INSTALLED, f"{spec.command[0]} not found",
+            install_hint(spec),
+        )
+
+    def _unknown(
+        self, spec: ServerSpec, root: Path, reason: UnknownReason, detail: str, hint: str = ""
+    ) -> Unknown:
+        """Full the first time for a (server, root, reason); a short line after that."""
+        key = (spec.id, root, reason)
+        if key in self._reported_unknown:
+            return Unknown(spec.id, reason, detail)
+        self._reported_unknown.add(key)
+        return Unknown(spec.id, reason, detail, hint)
+
+    def forget_reported(self) -> None:
+        self._reported_unknown.clear()
+
+    # -- after the check ----------------------------------------------------------------------
+
+    def _roll_forward(
+        self, path: Path, new_text: str | None, outcomes: list[ServerOutcome]
+    ) -> None:
+        if new_text is None:
+            self.known.pop(path, None)
+            return
+        results = {o.spec.id: o.current for o in outcomes if o.unknown is None}
+        self.known[path] = KnownFile(new_text, results)
+
+    async def _restore(
+        self, path: Path, language_id: str, disk_text: str, outcomes: list[ServerOutcome]
+    ) -> None:
+        """After a preflight check, servers see the disk text again."""
+        for outcome in outcomes:
+            if outcome.client is not None and outcome.client.alive:
+                try:
+                    await outcome.client.sync_document(path, disk_text, language_id)
+                except ClientError:
+                    continue
+
+    async def _other_files(
+        self, path: Path, outcomes: list[ServerOutcome], deadline: float
+    ) -> list[FileReport]:
+        """Re-diagnose other open documents whose results we know; report what broke there."""
+        reports: list[FileReport] = []
+        for outcome in outcomes:
+            client = outcome.client
+            if client is None or outcome.unknown is not None or not client.alive:
+                continue
+            others = [
+                p for p in client.recent_paths(MAX_OTHER_FILES + 1) if p != path
+            ][:MAX_OTHER_FILES]
+            for other in others:
+                known = self.known.get(other)
+                if known is None or outcome.spec.id not in known.results:
+                    continue
+                language_id = languages.language_id(other) or "plaintext"
+                try:
+                    _, now = await client.diagnostics(
+                        other, known.text, language_id, deadline=deadline
+                    )
+                except ClientError:
+                    continue
+                result = delta_mod.compute_delta(
+                    known.text, known.text, known.results[outcome.spec.id], now
+                )
+                known.results[outcome.spec.id] = now
+                if result.introduced or result.fixed:
+                    reports.append(
+                        self._file_report(
+                            other,
+                            _display_root(other),
+                            result.introduced,
+                            now,
+                            result.fixed,
+                            (),
+                            (outcome.spec.id,),
+                        )
+                    )
+        return _merge_reports(reports)
+
+    @staticmethod
+    def _file_report(
+        path: Path,
+        display_root: Path | None,
+        introduced: tuple[Diagnostic, ...],
+        current: tuple[Diagnostic, ...],
+        fixed: tuple[Diagnostic, ...],
+        unknown: tuple[Unknown, ...],
+        servers: tuple[str, ...],
+    ) -> FileReport:
+        return FileReport(
+            path=path,
+            display_path=display_path(path, display_root),
+            diagnostics=introduced,
+            current=current,
+            fixed=fixed,
+            unknown=unknown,
+            servers=servers,
+        )
+
+
+def _display_root(path: Path) -> Path | None:
+    return roots.workspace_gate(path)
+
+
+def display_path(path: Path, root: Path | None) -> str:
+    """Relative to the workspace root; absolute outside one."""
+    if root is not None:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return str(path)
+
+
+def _merge_reports(reports: list[FileReport]) -> list[FileReport]:
+    merged: dict[Path, FileReport] = {}
+    for report in reports:
+        previous = merged.get(report.path)
+        if previous is None:
+            merged[report.path] = report
+            continue
+        merged[report.path] = FileReport(
+            path=report.path,
+            display_path=report.display_path,
+            diagnostics=previous.diagnostics + report.diagnostics,
+            current=previous.current + report.current,
+            fixed=previous.fixed + report.fixed,
+            unknown=previous.unknown + report.unknown,
+            servers=previous.servers + report.servers,
+        )
+    return list(merged.values())
+
+
+def now() -> float:
+    return time.monotonic()

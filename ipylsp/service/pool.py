@@ -1,0 +1,246 @@
+"""Clients keyed by (server id, workspace root): lazy single-flight starts, crash restarts with
+backoff, a broken set, and an idle reaper.
+
+A wedged server must cost the kernel at most one wait budget: a start that outlives a check's
+budget keeps running in the background, and later checks answer "still starting" at once; a
+start that fails, or a server that times out `max_timeouts` checks in a row while reporting no
+progress, is marked broken until `restart`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ipylsp.analysis.model import UnknownReason
+from ipylsp.lsp.client import ClientError, ClientState, LanguageClient
+from ipylsp.lsp.spec import ServerSpec
+from ipylsp.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, Path]
+
+
+@dataclass
+class Slot:
+    """Everything the pool knows about one (server, root)."""
+
+    spec: ServerSpec
+    root: Path
+    command: tuple[str, ...]
+    client: LanguageClient | None = None
+    starting: asyncio.Task[LanguageClient] | None = None
+    start_began: float = 0.0
+    start_outlived_budget: bool = False
+    broken: str | None = None
+    crashes: int = 0
+    last_crash: float = 0.0
+    timeouts: int = 0
+    reported: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class SlotStatus:
+    server_id: str
+    root: Path
+    state: str
+    detail: str
+    pid: int | None
+    open_documents: int
+    crashes: int
+
+
+class ClientPool:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._slots: dict[Key, Slot] = {}
+        self._reaper: asyncio.Task[None] | None = None
+
+    # -- acquiring ----------------------------------------------------------------------------
+
+    def slot(self, spec: ServerSpec, root: Path, command: tuple[str, ...]) -> Slot:
+        key = (spec.id, root)
+        slot = self._slots.get(key)
+        if slot is None:
+            slot = self._slots[key] = Slot(spec=spec, root=root, command=command)
+        return slot
+
+    async def acquire(self, slot: Slot, deadline: float) -> LanguageClient:
+        """A running client for the slot, started or restarted as needed; `ClientError` else."""
+        self._ensure_reaper()
+        if slot.broken is not None:
+            raise ClientError(UnknownReason.BROKEN, slot.broken)
+        client = slot.client
+        if client is not None and client.alive:
+            return client
+        if client is not None and slot.starting is None:
+            await self._after_crash(slot, client, deadline)
+        if slot.starting is None:
+            slot.start_began = time.monotonic()
+            slot.start_outlived_budget = False
+            slot.starting = asyncio.get_running_loop().create_task(self._start(slot))
+        elif slot.start_outlived_budget:
+            waited = time.monotonic() - slot.start_began
+            raise ClientError(
+                UnknownReason.TIMED_OUT, f"still starting: initialize unanswered after {waited:.0f} s"
+            )
+        remaining = deadline - time.monotonic()
+        try:
+            return await asyncio.wait_for(asyncio.shield(slot.starting), max(remaining, 0))
+        except asyncio.TimeoutError:
+            slot.start_outlived_budget = True
+            waited = time.monotonic() - slot.start_began
+            raise ClientError(
+                UnknownReason.TIMED_OUT, f"initialize unanswered after {waited:.1f} s"
+            ) from None
+
+    async def _after_crash(self, slot: Slot, client: LanguageClient, deadline: float) -> None:
+        """A dead client: count the crash, back off, or give up and mark the slot broken."""
+        detail = client.state_detail
+        slot.client = None
+        await client.stop()
+        slot.crashes += 1
+        now = time.monotonic()
+        if slot.crashes > self.settings.max_restarts:
+            slot.broken = f"crashed {slot.crashes} times; last: {detail}"
+            raise ClientError(UnknownReason.BROKEN, slot.broken)
+        backoff = 0.0 if slot.crashes == 1 else 0.5 * 2 ** (slot.crashes - 2)
+        wait = slot.last_crash + backoff - now
+        slot.last_crash = now
+        if wait > 0:
+            if now + wait > deadline:
+                raise ClientError(UnknownReason.CRASHED, f"{detail}; restarting in {wait:.1f} s")
+            await asyncio.sleep(wait)  # restart backoff, not synchronisation
+        log.warning("restarting %s for %s after: %s", slot.spec.id, slot.root, detail)
+
+    async def _start(self, slot: Slot) -> LanguageClient:
+        settings = self.settings
+        client = LanguageClient(
+            slot.spec,
+            slot.root,
+            slot.command,
+            request_timeout=settings.request_timeout,
+            shutdown_grace=settings.shutdown_grace,
+            max_open_documents=settings.max_open_documents,
+            max_message_bytes=settings.max_message_bytes,
+        )
+        try:
+            await client.start(settings.initialize_timeout)
+        except ClientError as exc:
+            slot.broken = exc.detail
+            raise
+        finally:
+            slot.starting = None
+        slot.client = client
+        slot.timeouts = 0
+        return client
+
+    # -- outcomes -----------------------------------------------------------------------------
+
+    def record_success(self, slot: Slot) -> None:
+        slot.timeouts = 0
+
+    async def record_timeout(self, slot: Slot) -> None:
+        """Count a timed-out check; a server that is not reporting progress gets `max_timeouts`."""
+        client = slot.client
+        if client is None or client.progress.busy:
+            return
+        slot.timeouts += 1
+        if slot.timeouts >= self.settings.max_timeouts:
+            slot.broken = f"timed out {slot.timeouts} checks in a row"
+            slot.client = None
+            await client.stop()
+
+    # -- control ------------------------------------------------------------------------------
+
+    def _matching(self, server_id: str | None, root: Path | None) -> list[Slot]:
+        return [
+            slot
+            for (sid, sroot), slot in self._slots.items()
+            if (server_id is None or sid == server_id) and (root is None or sroot == root)
+        ]
+
+    async def stop(self, server_id: str | None = None, root: Path | None = None) -> int:
+        slots = self._matching(server_id, root)
+        await asyncio.gather(*(self._stop_slot(slot) for slot in slots))
+        return len(slots)
+
+    async def restart(self, server_id: str | None = None, root: Path | None = None) -> int:
+        """Stop and forget the slots (clearing broken marks); the next use starts afresh."""
+        slots = self._matching(server_id, root)
+        await asyncio.gather(*(self._stop_slot(slot) for slot in slots))
+        for slot in slots:
+            self._slots.pop((slot.spec.id, slot.root), None)
+        return len(slots)
+
+    async def _stop_slot(self, slot: Slot) -> None:
+        starting = slot.starting
+        if starting is not None:
+            starting.cancel()
+            with contextlib.suppress(BaseException):
+                await starting
+        client, slot.client = slot.client, None
+        if client is not None:
+            await client.stop()
+
+    async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        await self.stop()
+        self._slots.clear()
+
+    def clients(self) -> list[tuple[Slot, LanguageClient]]:
+        return [(s, s.client) for s in self._slots.values() if s.client is not None]
+
+    def status(self) -> list[SlotStatus]:
+        rows = []
+        for slot in self._slots.values():
+            client = slot.client
+            if slot.broken is not None:
+                state, detail = ClientState.BROKEN.value, slot.broken
+            elif slot.starting is not None:
+                state, detail = ClientState.STARTING.value, "initializing"
+            elif client is not None:
+                state = client.state.value if client.alive else "crashed"
+                detail = client.progress.describe() or client.state_detail
+            else:
+                state, detail = ClientState.STOPPED.value, ""
+            rows.append(
+                SlotStatus(
+                    server_id=slot.spec.id,
+                    root=slot.root,
+                    state=state,
+                    detail=detail,
+                    pid=client.pid if client is not None and client.alive else None,
+                    open_documents=len(client.documents) if client is not None else 0,
+                    crashes=slot.crashes,
+                )
+            )
+        return rows
+
+    # -- idle reaping -------------------------------------------------------------------------
+
+    def _ensure_reaper(self) -> None:
+        if self._reaper is None and self.settings.idle_timeout > 0:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
+
+    async def _reap_forever(self) -> None:
+        period = max(min(self.settings.idle_timeout / 4, 60.0), 0.05)
+        while True:
+            await asyncio.sleep(period)  # a timer, not synchronisation
+            await self.reap_idle()
+
+    async def reap_idle(self) -> int:
+        cutoff = time.monotonic() - self.settings.idle_timeout
+        idle = [
+            slot
+            for slot in self._slots.values()
+            if slot.client is not None and slot.client.last_used < cutoff
+        ]
+        await asyncio.gather(*(self._stop_slot(slot) for slot in idle))
+        return len(idle)

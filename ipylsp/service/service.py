@@ -1,0 +1,264 @@
+"""`Service`: the one facade every surface (Python API, IPython, CLI, agents) stands on.
+
+Sync methods, callable from any thread, that run coroutines on a private background loop and
+never wait longer than their budget. Nothing here raises because a server misbehaved: failures
+come back as `Unknown` entries in the `Report`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
+from ipylsp.service.checker import Checker
+from ipylsp.service.loop import BackgroundLoop, LoopTimeout
+from ipylsp.service.pool import ClientPool, SlotStatus
+from ipylsp.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Beyond the wait budget, how long a caller waits for the loop to hand the report back.
+_HANDOVER_MARGIN = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class FileCheck:
+    """One file to check: `before` is its text before the write (None: what the service knows)."""
+
+    path: Path
+    before: str | None = None
+    content: str | None = None
+
+
+class Service:
+    """Language servers for any number of workspaces, driven from a background loop."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self._settings = settings or Settings()
+        self._loop: BackgroundLoop | None = None
+        self._pool = ClientPool(self._settings)
+        self._checker = Checker(self._settings, self._pool)
+        self._lock = threading.Lock()
+        self._closed = False
+        _register_for_cleanup(self)
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    def configure(self, **changes: Any) -> Settings:
+        """Change settings at once (e.g. from `%config`); running servers keep running."""
+        self._settings = replace(self._settings, **changes)
+        self._pool.settings = self._settings
+        self._checker.settings = self._settings
+        return self._settings
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _background(self) -> BackgroundLoop:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this ipylsp Service is closed")
+            if self._loop is None or not self._loop.running:
+                self._loop = BackgroundLoop()
+            return self._loop
+
+    @staticmethod
+    def _normalize(path: str | os.PathLike[str]) -> Path:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+        text = os.fspath(path)
+        if not text or "\x00" in text:
+            raise ValueError(f"invalid path: {text!r}")
+        return Path(os.path.abspath(os.path.expanduser(text)))
+
+    # -- checking -----------------------------------------------------------------------------
+
+    def check(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        content: str | None = None,
+        before: str | None = None,
+        timeout: float | None = None,
+    ) -> Report:
+        """What the file's current text (or `content`, without writing it) introduced.
+
+        `before` is the text before the edit; when omitted, the last text the service saw for
+        the file, else its git HEAD version, else empty (everything counts as new).
+        """
+        if content is not None and not isinstance(content, str):
+            raise TypeError("content must be a str")
+        if before is not None and not isinstance(before, str):
+            raise TypeError("before must be a str")
+        return self.check_files(
+            [FileCheck(self._normalize(path), before=before, content=content)], timeout=timeout
+        )
+
+    def check_files(self, files: Sequence[FileCheck], *, timeout: float | None = None) -> Report:
+        """One report for several written files (a cell that wrote many)."""
+        budget = self._settings.wait_budget if timeout is None else float(timeout)
+        if not files:
+            return Report()
+        deadline = time.monotonic() + budget
+        loop = self._background()
+        try:
+            reports = loop.run(self._check_all(files, deadline), budget + _HANDOVER_MARGIN)
+        except LoopTimeout:
+            reports = [
+                FileReport(
+                    path=f.path,
+                    display_path=str(f.path),
+                    unknown=(Unknown("ipylsp", UnknownReason.TIMED_OUT, "check timed out"),),
+                )
+                for f in files
+            ]
+        return Report(files=tuple(reports))
+
+    async def _check_all(self, files: Sequence[FileCheck], deadline: float) -> list[FileReport]:
+        reports: list[FileReport] = []
+        for item in files:
+            try:
+                reports.extend(
+                    await self._checker.check(
+                        item.path, content=item.content, before=item.before, deadline=deadline
+                    )
+                )
+            except Exception as exc:  # the kernel must never see our bugs as its own
+                log.exception("check of %s failed", item.path)
+                reports.append(
+                    FileReport(
+                        path=item.path,
+                        display_path=str(item.path),
+                        unknown=(Unknown("ipylsp", UnknownReason.FAILED, repr(exc)),),
+                    )
+                )
+        return _merge(reports)
+
+    def diagnostics(self, path: str | os.PathLike[str] | None = None) -> Report:
+        """Last known diagnostics (no server round trip), for one file or all checked files."""
+        known = self._checker.known
+        paths = [self._normalize(path)] if path is not None else sorted(known)
+        files = []
+        for item in paths:
+            entry = known.get(item)
+            if entry is None:
+                continue
+            everything = tuple(d for ds in entry.results.values() for d in ds)
+            files.append(
+                FileReport(
+                    path=item,
+                    display_path=str(item),
+                    diagnostics=everything,
+                    current=everything,
+                    servers=tuple(entry.results),
+                )
+            )
+        return Report(files=tuple(files))
+
+    # -- control ------------------------------------------------------------------------------
+
+    def status(self) -> list[SlotStatus]:
+        if self._loop is None:
+            return []
+        return self._loop.run(self._status(), 5.0)
+
+    async def _status(self) -> list[SlotStatus]:
+        return self._pool.status()
+
+    def restart(self, server_id: str | None = None) -> int:
+        """Stop matching servers and clear their broken marks; they start again on next use."""
+        if self._loop is None:
+            return 0
+        self._checker.forget_reported()
+        return self._loop.run(self._pool.restart(server_id), 30.0)
+
+    def stop(self, server_id: str | None = None) -> int:
+        if self._loop is None:
+            return 0
+        return self._loop.run(self._pool.stop(server_id), 30.0)
+
+    def server_pids(self) -> list[int]:
+        return [row.pid for row in self.status() if row.pid is not None]
+
+    def close(self) -> None:
+        """Stop every server (shutdown, exit, kill) and the loop. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop = self._loop
+        if loop is not None and loop.running:
+            with contextlib.suppress(Exception):
+                loop.run(self._pool.close(), self._settings.shutdown_grace * 2 + 5)
+            loop.stop()
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _merge(reports: Iterable[FileReport]) -> list[FileReport]:
+    """One entry per path, first occurrence first."""
+    merged: dict[Path, FileReport] = {}
+    for report in reports:
+        previous = merged.get(report.path)
+        if previous is None:
+            merged[report.path] = report
+        else:
+            merged[report.path] = replace(
+                previous,
+                diagnostics=previous.diagnostics + report.diagnostics,
+                current=previous.current + report.current,
+                fixed=previous.fixed + report.fixed,
+                unknown=previous.unknown + report.unknown,
+                servers=tuple(dict.fromkeys(previous.servers + report.servers)),
+            )
+    return list(merged.values())
+
+
+# -- cleanup at exit and on SIGTERM ---------------------------------------------------------------
+
+_live: weakref.WeakSet[Service] = weakref.WeakSet()
+_cleanup_installed = False
+
+
+def _close_all() -> None:
+    for service in list(_live):
+        with contextlib.suppress(Exception):
+            service.close()
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    _close_all()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _register_for_cleanup(service: Service) -> None:
+    global _cleanup_installed
+    _live.add(service)
+    if _cleanup_installed:
+        return
+    _cleanup_installed = True
+    atexit.register(_close_all)
+    if threading.current_thread() is threading.main_thread():
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                signal.signal(signal.SIGTERM, _on_sigterm)
