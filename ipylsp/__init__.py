@@ -1,8 +1,88 @@
 """ipylsp: real language servers behind a Jupyter kernel.
 
-The public Python API is re-exported lazily so that ``import ipylsp`` stays cheap.
+``import ipylsp`` is cheap: the service, its loop and every server start on first use.
+
+    >>> import ipylsp
+    >>> report = ipylsp.check("src/app.py")      # what the file's current text introduced
+    >>> print(ipylsp.format(report))              # the <diagnostics> block agents read
 """
 
 from __future__ import annotations
 
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from ipylsp.analysis.model import Report
+    from ipylsp.service.pool import SlotStatus
+    from ipylsp.service.service import Service
+    from ipylsp.settings import Settings
+
+_lock = threading.Lock()
+_service: Service | None = None
+
+
+def service(settings: Settings | None = None) -> Service:
+    """The process-wide `Service` (created on first use; `settings` only applies then)."""
+    global _service
+    with _lock:
+        if _service is None:
+            from ipylsp.service.service import Service
+
+            _service = Service(settings)
+        return _service
+
+
+def _reset_service() -> None:
+    """Close and forget the process-wide service (used by `%unload_ext` and tests)."""
+    global _service
+    with _lock:
+        current, _service = _service, None
+    if current is not None:
+        current.close()
+
+
+def check(
+    path: str | os.PathLike[str],
+    *,
+    content: str | None = None,
+    before: str | None = None,
+    timeout: float | None = None,
+) -> Report:
+    """Problems the file's text (or `content`, not written) introduced relative to `before`."""
+    return service().check(path, content=content, before=before, timeout=timeout)
+
+
+def diagnostics(path: str | os.PathLike[str] | None = None) -> Report:
+    """Last known diagnostics of one file or of every checked file (no server round trip)."""
+    return service().diagnostics(path)
+
+
+def status() -> list[SlotStatus]:
+    """Running, starting and broken servers per (server, root)."""
+    return service().status()
+
+
+def format(report: Report, **options: Any) -> str:  # noqa: A001 - mirrors str.format's role
+    """The `<diagnostics>` text block for a report (errors only unless `severity=` says more)."""
+    from ipylsp.analysis.report import FormatOptions, format_text
+
+    return format_text(report, FormatOptions(**options))
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from ipylsp.ipython.extension import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from ipylsp.ipython.extension import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+__all__ = ["__version__", "check", "diagnostics", "format", "service", "status"]

@@ -226,17 +226,25 @@ class LanguageClient:
         return f"{head}: {tail}" if tail else head
 
     async def _watch_exit(self) -> None:
-        process = self._process
-        if process is None:
+        """A dead process or a broken stream ends the client: waiters wake with the reason."""
+        process, endpoint = self._process, self._endpoint
+        if process is None or endpoint is None:
             return
-        await process.proc.wait()
+        exited = asyncio.ensure_future(process.proc.wait())
+        broken = asyncio.ensure_future(endpoint.closed.wait())
+        await asyncio.wait({exited, broken}, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in (exited, broken):
+            waiter.cancel()
         if self.state in (ClientState.RUNNING, ClientState.STARTING):
             self.crashed = True
             self.state = ClientState.STOPPED
-            self.state_detail = "crashed: " + self._exit_description("exited")
+            if process.returncode is None:  # a protocol error: the stream is unusable
+                self.state_detail = f"crashed: {endpoint.close_reason}"
+                await process.kill()
+            else:
+                self.state_detail = "crashed: " + self._exit_description("exited")
             log.warning("%s %s", self.spec.id, self.state_detail)
-        if self._endpoint is not None:
-            await self._endpoint.close(self.state_detail or "server exited")
+        await endpoint.close(self.state_detail or "server exited")
         self._wake()
 
     async def stop(self) -> None:

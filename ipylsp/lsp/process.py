@@ -186,6 +186,9 @@ class ServerProcess:
         kill_tree(self.pid, signal.SIGKILL)
         await self.wait(5.0)
         Watchdog.get().forget(self.pid)
+        transport = getattr(self.proc, "_transport", None)  # close pipes now, not at GC time
+        if transport is not None:
+            transport.close()
         if self._stderr_task is not None:
             self._stderr_task.cancel()
 

@@ -1,0 +1,206 @@
+"""`ipylsp` on the command line: status, list, which, install, check.
+
+Exit codes: 0 clean, 1 problems found, 2 failure or unknown results (a timed-out or missing
+server is never reported as clean).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ipylsp.settings import Settings
+
+EXIT_CLEAN, EXIT_PROBLEMS, EXIT_FAILURE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ipylsp", description="Real language servers for notebooks and agents."
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, help="where ipylsp installs servers (default: user data dir)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("status", help="servers: installed or missing, with install hints")
+
+    listing = sub.add_parser("list", help="every server ipylsp knows")
+    listing.add_argument("--installed", action="store_true", help="only installed servers")
+
+    which = sub.add_parser("which", help="the command ipylsp would run for a server")
+    which.add_argument("server_id")
+
+    install = sub.add_parser("install", help="install servers into ipylsp's data dir")
+    install.add_argument("server_ids", nargs="*", metavar="ID")
+    install.add_argument("--all", action="store_true", help="every server with a recipe")
+
+    check = sub.add_parser("check", help="diagnostics for files (exit 1 when problems found)")
+    check.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    check.add_argument("--json", action="store_true", help="the ipylsp.diagnostics/1 schema")
+    check.add_argument(
+        "--severity", choices=("error", "warning", "all"), default="error",
+        help="lowest severity shown (default: error)",
+    )
+    check.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (30)")
+    check.add_argument(
+        "--before", type=Path, metavar="OLD_FILE",
+        help="the file's text before the edit: report only what the edit introduced",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    args = _parser().parse_args(argv)
+    settings = Settings(data_dir=args.data_dir)
+    try:
+        if args.command == "status":
+            return _status(settings, out)
+        if args.command == "list":
+            return _list(settings, out, installed_only=args.installed)
+        if args.command == "which":
+            return _which(settings, out, args.server_id)
+        if args.command == "install":
+            return _install(settings, out, args.server_ids, install_all=args.all)
+        if args.command == "check":
+            return _check(settings, out, args)
+    except KeyboardInterrupt:
+        print("ipylsp: interrupted", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_FAILURE
+
+
+def _server_rows(settings: Settings) -> list[tuple[str, str, str, str]]:
+    from ipylsp.lsp import installers, locate, registry
+
+    rows = []
+    data_dir = locate.data_dir(settings)
+    for spec in registry.all_specs():
+        command = locate.resolve_command(spec, data_dir)
+        state = "installed" if command else "missing"
+        where = " ".join(command) if command else installers.install_hint(spec)
+        rows.append((spec.id, ",".join(spec.languages), state, where))
+    return rows
+
+
+def _status(settings: Settings, out: TextIO) -> int:
+    rows = _server_rows(settings)
+    width = max(len(r[0]) for r in rows)
+    for server_id, languages, state, where in rows:
+        print(f"{server_id:<{width}}  {state:<9}  {languages:<24}  {where}", file=out)
+    installed = sum(1 for r in rows if r[2] == "installed")
+    print(f"{installed} of {len(rows)} servers installed", file=out)
+    return EXIT_CLEAN
+
+
+def _list(settings: Settings, out: TextIO, *, installed_only: bool) -> int:
+    for server_id, languages, state, _ in _server_rows(settings):
+        if installed_only and state != "installed":
+            continue
+        print(f"{server_id}\t{languages}\t{state}", file=out)
+    return EXIT_CLEAN
+
+
+def _which(settings: Settings, out: TextIO, server_id: str) -> int:
+    from ipylsp.lsp import installers, locate, registry
+
+    spec = registry.get(server_id)
+    if spec is None:
+        print(f"ipylsp: unknown server {server_id!r} (see 'ipylsp list')", file=sys.stderr)
+        return EXIT_FAILURE
+    command = locate.resolve_command(spec, locate.data_dir(settings))
+    if command is None:
+        print(f"{server_id}: not installed. {installers.install_hint(spec)}", file=out)
+        return EXIT_FAILURE
+    print(" ".join(command), file=out)
+    return EXIT_CLEAN
+
+
+def _install(settings: Settings, out: TextIO, server_ids: list[str], *, install_all: bool) -> int:
+    from ipylsp.lsp import installers, locate, registry
+
+    if install_all:
+        specs = [s for s in registry.all_specs() if s.install.kind in ("pip", "npm")]
+    else:
+        if not server_ids:
+            print("ipylsp install: name servers, or --all", file=sys.stderr)
+            return EXIT_FAILURE
+        unknown = [sid for sid in server_ids if registry.get(sid) is None]
+        if unknown:
+            print(f"ipylsp: unknown server(s): {', '.join(unknown)}", file=sys.stderr)
+            return EXIT_FAILURE
+        specs = [s for sid in server_ids if (s := registry.get(sid)) is not None]
+    data_dir = locate.data_dir(settings)
+    failed = 0
+    for spec in specs:
+        print(f"installing {spec.id} ...", file=out, flush=True)
+        result = installers.install(spec, data_dir, progress=_progress_printer(out))
+        if result.ok:
+            print(f"{spec.id}: installed", file=out)
+        else:
+            failed += 1
+            print(f"{spec.id}: FAILED: {result.message}", file=out)
+    return EXIT_FAILURE if failed else EXIT_CLEAN
+
+
+def _progress_printer(out: TextIO):  # type: ignore[no-untyped-def]
+    """One status line rewritten in place on a terminal; plain lines elsewhere."""
+    tty = out.isatty()
+
+    def show(line: str) -> None:
+        line = line.rstrip()
+        if not line:
+            return
+        if tty:
+            out.write("\r\x1b[K  " + line[:100])
+        else:
+            out.write("  " + line + "\n")
+        out.flush()
+
+    return show
+
+
+def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
+    from ipylsp.analysis import report as fmt
+    from ipylsp.service.service import FileCheck, Service
+
+    before: str | None = None
+    if args.before is not None:
+        if len(args.paths) != 1:
+            print("ipylsp check: --before takes exactly one PATH", file=sys.stderr)
+            return EXIT_FAILURE
+        try:
+            before = args.before.read_bytes().decode("utf-8", "replace")
+        except OSError as exc:
+            print(f"ipylsp check: cannot read {args.before}: {exc.strerror}", file=sys.stderr)
+            return EXIT_FAILURE
+    missing = [p for p in args.paths if not p.exists()]
+    if missing and before is None:
+        print(f"ipylsp check: no such file: {', '.join(map(str, missing))}", file=sys.stderr)
+        return EXIT_FAILURE
+    settings = Settings(data_dir=settings.data_dir, severity=args.severity)
+    with Service(settings) as service:
+        # Without --before the CLI reports everything a file has: its baseline is empty.
+        files = [FileCheck(p.resolve(), before=before if before is not None else "")
+                 for p in args.paths]
+        report = service.check_files(files, timeout=args.timeout)
+    options = fmt.FormatOptions(severity=args.severity)
+    if args.json:
+        print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
+    else:
+        text = fmt.format_text(report, options)
+        if text:
+            print(text, file=out)
+    if report.has_unknown:
+        return EXIT_FAILURE
+    shown = fmt.to_json(report, options)["summary"]
+    return EXIT_PROBLEMS if shown["errors"] or shown["warnings"] else EXIT_CLEAN
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Shared fixtures: the fake server's command, and the no-orphans guarantee.
+
+After every test module, no process started by the tests may be alive except ipylsp's
+watchdog: a leaked language server fails the run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipylsp.lsp.process import Watchdog, descendants
+
+FAKE_SERVER = Path(__file__).parent / "fixtures" / "fake_server.py"
+
+
+def fake_command(*flags: str) -> tuple[str, ...]:
+    """The command line of the scriptable fake server with `flags`."""
+    return (sys.executable, str(FAKE_SERVER), "--lifetime-s", "120", *flags)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        return stat[stat.rindex(b")") + 2 :].split()[0] in (b"Z", b"X")
+    except (OSError, ValueError, IndexError):
+        return True
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _stray_processes() -> list[tuple[int, str]]:
+    watchdog = Watchdog._instance
+    allowed = {watchdog.pid} if watchdog is not None else set()
+    strays = []
+    for pid in descendants(os.getpid()):
+        if pid in allowed or _is_zombie(pid):
+            continue
+        cmdline = _cmdline(pid)
+        if not cmdline:
+            continue
+        strays.append((pid, cmdline))
+    return strays
+
+
+def _wait_gone(deadline_s: float) -> list[tuple[int, str]]:
+    """Processes get a moment to be reaped after a stop (exit is asynchronous)."""
+    end = time.monotonic() + deadline_s
+    strays = _stray_processes()
+    while strays and time.monotonic() < end:
+        time.sleep(0.05)  # polling the process table, not synchronising test logic
+        strays = _stray_processes()
+    return strays
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_orphans() -> Iterator[None]:
+    """Every test module must leave no server process behind (checked, then cleaned)."""
+    yield
+    import ipylsp
+
+    ipylsp._reset_service()
+    strays = _wait_gone(5.0)
+    for pid, _ in strays:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert not strays, f"processes left alive after the module: {strays}"
