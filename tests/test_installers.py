@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -223,6 +224,33 @@ def test_a_rustup_proxy_without_the_component(
     assert "rustup component add rust-analyzer" in resolution.reason
     _exe(toolchain_bin / "rust-analyzer")
     assert resolve_command(spec, tmp_path / "data") == (str(cargo_bin / "rust-analyzer"),)
+
+
+def _fake_tsc(root: Path, version: str) -> Path:
+    package = root / "node_modules" / "typescript"
+    _exe(package / "bin" / "tsc", "#!/bin/sh\n")
+    (package / "package.json").write_text(json.dumps({"name": "typescript", "version": version}))
+    link = root / "node_modules" / ".bin" / "tsc"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(os.path.relpath(package / "bin" / "tsc", link.parent), link)
+    return link
+
+
+def test_a_tsc_older_than_7_cannot_serve_lsp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    global_tsc = _fake_tsc(tmp_path / "global", "5.9.3")
+    _exe(global_tsc.parent / "node")
+    _only_path(monkeypatch, global_tsc.parent)
+    spec = _spec_of("typescript")
+    data = tmp_path / "data"
+    resolution = resolve(spec, data)
+    assert resolution.command is None
+    assert resolution.reason.startswith(f"{global_tsc} is typescript 5.9.3; tsc --lsp needs")
+    assert "ipylsp install typescript" in resolution.reason
+    # ipylsp's own install (searched first) is used
+    own = _fake_tsc(data / "npm" / "typescript", "7.0.2")
+    assert resolve_command(spec, data) == (str(own), "--lsp", "--stdio")
 
 
 def test_cached_answers_follow_directory_changes(

@@ -12,7 +12,8 @@ Search order for ``command[0]`` (an absolute path is taken as is):
 
 A script whose interpreter is missing (``#!/usr/bin/env node`` without node on PATH) is not
 usable, and neither is a server whose recipe needs node when node is missing (pyright from PyPI
-fails with "nodeenv failed" then). `resolve` says why.
+fails with "nodeenv failed" then), a rustup proxy whose toolchain lacks the component, or a
+``tsc`` older than TypeScript 7 (no ``--lsp``). `resolve` says why.
 
 Answers are cached and validated by the modification times of the searched directories (an
 install or uninstall changes them), so a check costs one ``stat`` per directory; answers involving a
@@ -22,6 +23,7 @@ the cache outright.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -45,6 +47,11 @@ RUNTIME_COMPANIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
     "gopls": (("go", "apt-get install golang-go"),),
+}
+
+MIN_PACKAGE_MAJOR: dict[str, tuple[str, int, str]] = {
+    # server id -> (npm package providing the executable, lowest major version that works, why)
+    "typescript": ("typescript", 7, "tsc --lsp needs TypeScript >= 7"),
 }
 
 _WINDOWS = os.name == "nt"
@@ -202,6 +209,46 @@ def _rustup_proxy_dirs(found: str) -> tuple[str, ...] | None:
         return ()
 
 
+def _package_version(script: str, package: str) -> str | None:
+    """The version in the ``package.json`` of npm package ``package`` that holds ``script``."""
+    try:
+        directory = os.path.dirname(os.path.realpath(script))
+    except (OSError, ValueError):
+        return None
+    for _ in range(6):
+        try:
+            with open(os.path.join(directory, "package.json"), encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and data.get("name") == package:
+            version = data.get("version")
+            return version if isinstance(version, str) else None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return None
+
+
+def _too_old(spec: ServerSpec, found: str) -> str | None:
+    """Why the package behind ``found`` is too old for ``spec``, or None."""
+    check = MIN_PACKAGE_MAJOR.get(spec.id)
+    if check is None:
+        return None
+    package, minimum, why = check
+    version = _package_version(found, package)
+    if version is None:
+        return None
+    major = version.split(".", 1)[0]
+    if major.isdigit() and int(major) < minimum:
+        return (
+            f"{found} is {package} {version}; {why}: ipylsp install {spec.id} "
+            "(installs into ipylsp's data dir, which is searched first)"
+        )
+    return None
+
+
 def _node_hint() -> str:
     return "install Node.js >= 18 (apt-get install nodejs)"
 
@@ -257,6 +304,9 @@ def _resolve_program(spec: ServerSpec, dirs: tuple[str, ...]) -> Resolution:
         return Resolution(
             None, found, f"{spec.name} needs node, which is not on PATH: {_node_hint()}"
         )
+    too_old = _too_old(spec, found)
+    if too_old is not None:
+        return Resolution(None, found, too_old)
     warnings = tuple(
         f"{exe} not found on PATH: {hint}"
         for exe, hint in RUNTIME_COMPANIONS.get(spec.id, ())
