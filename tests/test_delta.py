@@ -1,0 +1,456 @@
+"""The delta: only what a write introduced, remapped through a diff of before -> after."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ipylsp.analysis import positions, textdiff
+from ipylsp.analysis.delta import compute_delta, identity, normalize_message, remap_range
+from ipylsp.analysis.model import Diagnostic, Range, Severity
+
+
+def undefined(line: int, column: int, name: str = "foo", **kw: object) -> Diagnostic:
+    """Pyright's undefined-variable error on `name` at (line, column)."""
+    values: dict[str, object] = {
+        "range": Range.of(line, column, line, column + len(name)),
+        "severity": Severity.ERROR,
+        "message": f'"{name}" is not defined',
+        "source": "Pyright",
+        "code": "reportUndefinedVariable",
+        "server_id": "pyright",
+    }
+    values.update(kw)
+    return Diagnostic(**values)  # type: ignore[arg-type]
+
+
+def diag(
+    line: int,
+    column: int,
+    end_column: int,
+    message: str,
+    *,
+    end_line: int | None = None,
+    code: str | None = None,
+    severity: Severity = Severity.ERROR,
+    server: str = "pyright",
+) -> Diagnostic:
+    return Diagnostic(
+        Range.of(line, column, line if end_line is None else end_line, end_column),
+        severity,
+        message,
+        source=server.capitalize(),
+        code=code,
+        server_id=server,
+    )
+
+
+# --- remapping ranges -----------------------------------------------------------------------
+
+
+def test_lines_inserted_above_move_the_range_down() -> None:
+    before = "a = foo\nb = 1\n"
+    after = "import os\nimport sys\na = foo\nb = 1\n"
+    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(2, 4, 2, 7)
+
+
+def test_lines_deleted_above_move_the_range_up() -> None:
+    before = "import os\nimport sys\n\na = foo\n"
+    after = "a = foo\n"
+    assert remap_range(before, after, Range.of(3, 4, 3, 7)) == Range.of(0, 4, 0, 7)
+
+
+def test_same_line_edit_shifts_columns() -> None:
+    before = "x = foo + bar\n"
+    after = "x = 1 + foo + bar\n"
+    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(0, 8, 0, 11)
+    assert remap_range(before, after, Range.of(0, 10, 0, 13)) == Range.of(0, 14, 0, 17)
+
+
+def test_deletion_on_the_line_shifts_columns_left() -> None:
+    before = "x = some_long_prefix + foo\n"
+    after = "x = foo\n"
+    assert remap_range(before, after, Range.of(0, 23, 0, 26)) == Range.of(0, 4, 0, 7)
+
+
+def test_emoji_and_cjk_inserted_before_the_column() -> None:
+    before = "s = foo\n"
+    after = 's = "😀名前" + foo\n'
+    # Code points, not UTF-16 units: the emoji counts as one column.
+    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(0, 12, 0, 15)
+
+
+def test_range_inside_replaced_text_does_not_survive() -> None:
+    before = "x = foo(1)\n"
+    after = "x = bar(1)\n"
+    assert remap_range(before, after, Range.of(0, 4, 0, 7)) is None
+    # The unchanged call parentheses around it still map.
+    assert remap_range(before, after, Range.of(0, 7, 0, 10)) == Range.of(0, 7, 0, 10)
+
+
+def test_range_containing_an_edit_survives() -> None:
+    before = "print(foo(a, b))\n"
+    after = "print(foo(a, c, d))\n"
+    assert remap_range(before, after, Range.of(0, 6, 0, 15)) == Range.of(0, 6, 0, 18)
+
+
+def test_range_on_a_deleted_line_does_not_survive() -> None:
+    before = "a = 1\nb = foo\nc = 2\n"
+    after = "a = 1\nc = 2\n"
+    assert remap_range(before, after, Range.of(1, 4, 1, 7)) is None
+
+
+def test_insertion_at_the_range_start_stays_outside_the_range() -> None:
+    before = "x = foo\n"
+    after = "x = (foo\n"
+    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(0, 5, 0, 8)
+    # An empty range at the gap sticks to the following character as well.
+    assert remap_range(before, after, Range.of(0, 4, 0, 4)) == Range.of(0, 5, 0, 5)
+
+
+def test_insertion_at_the_range_end_stays_outside_the_range() -> None:
+    before = "x = foo\n"
+    after = "x = foo()\n"
+    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(0, 4, 0, 7)
+
+
+def test_multi_line_range_maps_both_ends() -> None:
+    before = "def f(\n    a,\n):\n    pass\n"
+    after = "# header\ndef f(\n    a, b,\n):\n    pass\n"
+    assert remap_range(before, after, Range.of(0, 0, 2, 2)) == Range.of(1, 0, 3, 2)
+
+
+def test_positions_past_the_end_are_clamped() -> None:
+    before = "a = foo"
+    after = "# c\na = foo"
+    assert remap_range(before, after, Range.of(0, 4, 0, 99)) == Range.of(1, 4, 1, 7)
+    assert remap_range(before, after, Range.of(5, 0, 5, 0)) == Range.of(1, 7, 1, 7)
+
+
+def test_crlf_versus_lf_changes_nothing() -> None:
+    before = "a = 1\nb = foo\n"
+    after = "a = 1\r\nb = foo\r\n"
+    assert remap_range(before, after, Range.of(1, 4, 1, 7)) == Range.of(1, 4, 1, 7)
+
+
+def test_reindented_block_keeps_its_ranges() -> None:
+    before = "x = foo\ny = bar\nz = 3\n"
+    after = "if cond:\n    x = foo\n    y = bar\n    z = 3\n"
+    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(1, 8, 1, 11)
+    assert remap_range(before, after, Range.of(1, 4, 1, 7)) == Range.of(2, 8, 2, 11)
+
+
+# --- the delta ------------------------------------------------------------------------------
+
+
+def test_unchanged_text_and_diagnostics_introduce_nothing() -> None:
+    text = "a = foo\nb = bar\n"
+    baseline = [undefined(0, 4), undefined(1, 4, "bar")]
+    delta = compute_delta(text, text, baseline, list(baseline))
+    assert delta.introduced == ()
+    assert delta.fixed == ()
+    assert delta.persisting == tuple(baseline)
+
+
+def test_lines_inserted_above_existing_errors_report_only_the_new_one() -> None:
+    before = "a = foo\nb = bar\n"
+    after = "import os\nc = baz\na = foo\nb = bar\n"
+    baseline = [undefined(0, 4), undefined(1, 4, "bar")]
+    new = undefined(1, 4, "baz")
+    current = [undefined(2, 4), new, undefined(3, 4, "bar")]
+    delta = compute_delta(before, after, baseline, current)
+    assert delta.introduced == (new,)
+    assert delta.fixed == ()
+    assert delta.persisting == (current[0], current[2])
+
+
+def test_lines_deleted_above_existing_errors_introduce_nothing() -> None:
+    before = "import os\nimport sys\nx = 1\na = foo\n"
+    after = "a = foo\n"
+    delta = compute_delta(before, after, [undefined(3, 4)], [undefined(0, 4)])
+    assert (delta.introduced, delta.fixed) == ((), ())
+
+
+def test_same_line_edit_shifting_columns_introduces_nothing() -> None:
+    before = "x = foo + bar\n"
+    after = "x = 1 + foo + bar\n"
+    baseline = [undefined(0, 4), undefined(0, 10, "bar")]
+    current = [undefined(0, 8), undefined(0, 14, "bar")]
+    delta = compute_delta(before, after, baseline, current)
+    assert (delta.introduced, delta.fixed) == ((), ())
+
+
+def test_one_of_two_identical_errors_fixed_while_another_appears() -> None:
+    before = "a = foo\nb = foo\n"
+    after = "a = 1\nb = foo\nc = foo\n"
+    baseline = [undefined(0, 4), undefined(1, 4)]
+    current = [undefined(1, 4), undefined(2, 4)]
+    delta = compute_delta(before, after, baseline, current)
+    assert delta.introduced == (undefined(2, 4),)
+    assert delta.fixed == (undefined(0, 4),)
+    assert delta.persisting == (undefined(1, 4),)
+
+
+def test_counts_matter_two_identical_errors_on_one_line_one_new() -> None:
+    before = "x = foo + foo\n"
+    after = "x = foo + foo + foo\n"
+    baseline = [undefined(0, 4), undefined(0, 10)]
+    current = [undefined(0, 4), undefined(0, 10), undefined(0, 16)]
+    delta = compute_delta(before, after, baseline, current)
+    assert delta.introduced == (undefined(0, 16),)
+    assert delta.fixed == ()
+
+
+def test_crlf_file_rewritten_with_lf_and_an_insertion() -> None:
+    before = "a = 1\r\nb = foo\r\n"
+    after = "a = 1\nz = bar\nb = foo\n"
+    delta = compute_delta(
+        before, after, [undefined(1, 4)], [undefined(1, 4, "bar"), undefined(2, 4)]
+    )
+    assert delta.introduced == (undefined(1, 4, "bar"),)
+    assert delta.fixed == ()
+
+
+def test_lone_cr_line_ends_count_as_lines() -> None:
+    before = "a = 1\rb = foo\r"
+    after = "# top\ra = 1\rb = foo\r"
+    delta = compute_delta(before, after, [undefined(1, 4)], [undefined(2, 4)])
+    assert (delta.introduced, delta.fixed) == ((), ())
+
+
+def test_emoji_and_cjk_before_the_error_column() -> None:
+    before = "名前 = foo\n"
+    after = "名前 = '😀😀' + foo\n"
+    # 名前 = '😀😀' + foo: "foo" starts at code point 12 (UTF-16 would say 14).
+    assert remap_range(before, after, Range.of(0, 5, 0, 8)) == Range.of(0, 12, 0, 15)
+    delta = compute_delta(before, after, [undefined(0, 5)], [undefined(0, 12)])
+    assert (delta.introduced, delta.fixed) == ((), ())
+    # On another line the same message is another problem.
+    after2 = after + "y = foo\n"
+    delta = compute_delta(before, after2, [undefined(0, 5)], [undefined(0, 12), undefined(1, 4)])
+    assert delta.introduced == (undefined(1, 4),)
+
+
+@pytest.mark.parametrize("before", [None, ""])
+def test_new_file_introduces_everything(before: str | None) -> None:
+    current = [undefined(0, 4), undefined(3, 0, "bar")]
+    delta = compute_delta(before, "a = foo\n\n\nbar\n", [], current)
+    assert delta.introduced == tuple(current)
+    assert delta.fixed == ()
+
+
+@pytest.mark.parametrize("after", [None, ""])
+def test_deleted_file_fixes_everything(after: str | None) -> None:
+    baseline = [undefined(0, 4), undefined(1, 4, "bar")]
+    delta = compute_delta("a = foo\nb = bar\n", after, baseline, [])
+    assert delta.introduced == ()
+    assert delta.fixed == tuple(baseline)
+
+
+def test_emptied_file_with_a_remaining_diagnostic() -> None:
+    # A server may still say something about an empty file (a missing module docstring).
+    baseline = [undefined(0, 4)]
+    current = [diag(0, 0, 0, "Missing module docstring", code="D100", server="ruff")]
+    delta = compute_delta("a = foo\n", "", baseline, current)
+    assert delta.introduced == tuple(current)
+    assert delta.fixed == tuple(baseline)
+
+
+def test_rename_that_breaks_later_uses() -> None:
+    before = 'def foo():\n    pass\n\nfoo()\nx: int = "s"\n'
+    after = 'def bar():\n    pass\n\nfoo()\nx: int = "s"\n'
+    old = diag(4, 9, 12, 'Type "str" is not assignable to "int"', code="reportAssignmentType")
+    new = undefined(3, 0)
+    moved_old = old  # line 4 is unchanged
+    delta = compute_delta(before, after, [old], [new, moved_old])
+    assert delta.introduced == (new,)
+    assert delta.fixed == ()
+
+
+def test_error_in_replaced_text_is_reported_again() -> None:
+    before = "x = foo(1)\n"
+    after = "x = bar(1)\n"
+    old = diag(0, 4, 7, "Expected expression")
+    new = diag(0, 4, 7, "Expected expression")
+    delta = compute_delta(before, after, [old], [new])
+    assert delta.introduced == (new,)
+    assert delta.fixed == (old,)
+
+
+def test_server_reporting_a_different_range_on_the_same_line_matches() -> None:
+    before = "x = call(foo, 1)\n"
+    after = "# comment\nx = call(foo, 1)\n"
+    old = diag(0, 4, 16, 'Argument missing for parameter "y"', code="reportCallIssue")
+    new = diag(1, 4, 8, 'Argument missing for parameter "y"', code="reportCallIssue")
+    delta = compute_delta(before, after, [old], [new])
+    assert (delta.introduced, delta.fixed) == ((), ())
+
+
+def test_same_line_prefers_the_nearest_column() -> None:
+    before = "x = foo + foo\n"
+    after = "x = foo + foo  \n"
+    baseline = [diag(0, 4, 7, "m"), diag(0, 10, 13, "m")]
+    current = [diag(0, 4, 6, "m"), diag(0, 10, 12, "m"), diag(0, 10, 12, "m")]
+    delta = compute_delta(before, after, baseline, current)
+    assert delta.introduced == (current[2],)
+
+
+def test_numbers_in_messages_on_the_same_line_with_a_code() -> None:
+    before = "x = 'a very long line'\n"
+    after = "x = 'a very long line, longer'\n"
+    old = diag(0, 0, 22, "Line too long (95 > 88)", code="E501", server="ruff")
+    new = diag(0, 0, 30, "Line too long (103 > 88)", code="E501", server="ruff")
+    delta = compute_delta(before, after, [old], [new])
+    assert (delta.introduced, delta.fixed) == ((), ())
+    # Without a code, a different number is a different problem.
+    old_nc = diag(0, 0, 22, "Line too long (95 > 88)", server="ruff")
+    new_nc = diag(0, 0, 30, "Line too long (103 > 88)", server="ruff")
+    delta = compute_delta(before, after, [old_nc], [new_nc])
+    assert delta.introduced == (new_nc,)
+    assert delta.fixed == (old_nc,)
+
+
+def test_line_references_in_messages_move_with_the_text() -> None:
+    before = "def f():\n    pass\ndef f():\n    pass\n"
+    after = "import os\n\n" + before
+    old = diag(2, 4, 5, 'Function "f" is redeclared (obscures line 1)', code="reportRedeclaration")
+    new = diag(4, 4, 5, 'Function "f" is redeclared (obscures line 3)', code="reportRedeclaration")
+    delta = compute_delta(before, after, [old], [new])
+    assert (delta.introduced, delta.fixed) == ((), ())
+
+
+def test_message_whitespace_is_normalized() -> None:
+    text = "a = foo\n"
+    old = diag(0, 4, 7, "Type mismatch:\n  expected int")
+    new = diag(0, 4, 7, "Type mismatch: expected   int")
+    delta = compute_delta(text, text, [old], [new])
+    assert (delta.introduced, delta.fixed) == ((), ())
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"severity": Severity.WARNING},
+        {"code": "other"},
+        {"server": "ty"},
+        {"message": "something else"},
+    ],
+)
+def test_identity_differences_are_new(changed: dict[str, object]) -> None:
+    text = "a = foo\n"
+    values: dict[str, object] = {"code": "c", "severity": Severity.ERROR, "server": "pyright"}
+    message = str(changed.pop("message", "m"))
+    values.update(changed)
+    old = diag(0, 4, 7, "m", code="c")
+    new = diag(0, 4, 7, message, **values)  # type: ignore[arg-type]
+    delta = compute_delta(text, text, [old], [new])
+    assert delta.introduced == (new,)
+    assert delta.fixed == (old,)
+
+
+def test_moved_function_keeps_its_errors() -> None:
+    before = "def a():\n    return foo\n\ndef b():\n    return 1\n\ndef c():\n    return 2\n"
+    after = "def b():\n    return 1\n\ndef c():\n    return 2\n\ndef a():\n    return foo\n"
+    delta = compute_delta(before, after, [undefined(1, 11)], [undefined(7, 11)])
+    assert (delta.introduced, delta.fixed) == ((), ())
+
+
+def test_moved_line_at_a_different_relative_column_is_new() -> None:
+    before = "x = foo\ny = 1\nz = 2\nw = 3\n"
+    after = "y = 1\nz = 2\nw = 3\nx = foo\n"
+    delta = compute_delta(before, after, [undefined(0, 4)], [diag(3, 0, 1, '"foo" is not defined')])
+    assert len(delta.introduced) == 1
+    assert len(delta.fixed) == 1
+
+
+def test_fixed_errors_are_reported_in_before_coordinates() -> None:
+    before = "a = foo\nb = bar\n"
+    after = "a = 1\nb = bar\n"
+    baseline = [undefined(0, 4), undefined(1, 4, "bar")]
+    delta = compute_delta(before, after, baseline, [undefined(1, 4, "bar")])
+    assert delta.fixed == (undefined(0, 4),)
+    assert delta.introduced == ()
+
+
+def test_introduced_keep_the_order_given() -> None:
+    before = "a = 1\n"
+    after = "a = 1\nb = z\nc = y\n"
+    current = [undefined(2, 4, "y"), undefined(1, 4, "z")]
+    delta = compute_delta(before, after, [diag(0, 0, 1, "other")], current)
+    assert delta.introduced == tuple(current)
+
+
+def test_normalize_message_and_identity() -> None:
+    assert normalize_message("  a\n\tb  ") == "a b"
+    assert normalize_message("declared on line 12, column 3") == "declared on line #, column #"
+    assert normalize_message("Line too long (95 > 88)") == "Line too long (95 > 88)"
+    assert identity(undefined(0, 0)) == (
+        1,
+        "reportUndefinedVariable",
+        "pyright",
+        "Pyright",
+        '"foo" is not defined',
+    )
+
+
+# --- the line diff underneath ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "a", "a\n", "a\r\nb", "a\rb\r\nc\nd", "\r\r\n\n", "x\r\n\r", "é\r\n😀", "a\x85b\u2028c"],
+)
+def test_fast_split_lines_equals_positions_split_lines(text: str) -> None:
+    assert textdiff.split_lines(text) == positions.split_lines(text)
+
+
+def _check_blocks(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
+    blocks = textdiff.line_blocks(a, b)
+    last_a = last_b = 0
+    for i, j, size in blocks:
+        assert size > 0
+        assert i >= last_a and j >= last_b
+        assert a[i : i + size] == b[j : j + size]
+        last_a, last_b = i + size, j + size
+    return blocks
+
+
+def test_line_blocks_are_valid_equal_runs_on_random_edits() -> None:
+    rng = random.Random(20240611)
+    vocabulary = [f"line {n}" for n in range(40)] + ["", "", "    return None", "}"]
+    for _ in range(300):
+        a = [rng.choice(vocabulary) for _ in range(rng.randint(0, 60))]
+        b = list(a)
+        for _ in range(rng.randint(0, 6)):
+            op = rng.random()
+            at = rng.randint(0, len(b))
+            if op < 0.4:
+                b[at:at] = [rng.choice(vocabulary) for _ in range(rng.randint(1, 4))]
+            elif op < 0.8 and b:
+                del b[at : at + rng.randint(1, 4)]
+            elif b:
+                b[min(at, len(b) - 1)] = rng.choice(vocabulary)
+        blocks = _check_blocks(a, b)
+        if a == b:
+            assert blocks == ([(0, 0, len(a))] if a else [])
+
+
+def test_line_blocks_keep_unique_lines_across_a_move() -> None:
+    a = ["head", "one", "two", "three", "middle", "tail"]
+    b = ["head", "middle", "one", "two", "three", "tail"]
+    blocks = _check_blocks(a, b)
+    kept = sum(size for _, _, size in blocks)
+    assert kept == 5  # "head", three moved lines, "tail" (the longest chain)
+
+
+def test_column_map_bias_at_an_insertion() -> None:
+    columns = textdiff.ColumnMap("ab", "aXb")
+    assert columns.column(1) == 2  # a start sticks to "b"
+    assert columns.column(1, end=True) == 1  # an end sticks to "a"
+    assert columns.column(0) == 0
+    assert columns.column(2, end=True) == 3
+    deleted = textdiff.ColumnMap("aXYb", "ab")
+    assert deleted.column(2) is None  # inside the deleted "XY"
+    assert deleted.keeps_any(1, 3) is False
+    assert deleted.keeps_any(0, 2) is True
