@@ -88,6 +88,33 @@ def test_language_id_accepts_str_paths() -> None:
     assert language_id("rel/x.py") == "python"
 
 
+@pytest.mark.parametrize(
+    ("first_line", "expected"),
+    [
+        ("#!/bin/bash", "shellscript"),
+        ("#!/bin/sh -e", "shellscript"),
+        ("#!/usr/bin/env bash", "shellscript"),
+        ("#!/usr/bin/env python3", "python"),
+        ("#!/usr/bin/python3.12", "python"),
+        ("#!/usr/bin/env -S python3 -u", "python"),
+        ("#!/usr/bin/env -S VAR=1 node", "javascript"),
+        ("#!/usr/bin/env deno", "typescript"),
+        ("#!/usr/bin/env", None),
+        ("#!", None),
+        ("#!/usr/bin/awk -f", None),
+        ("import os", None),
+        ("", None),
+    ],
+)
+def test_shebang_decides_for_names_that_say_nothing(first_line: str, expected: str | None) -> None:
+    assert language_id(Path("/w/bin/deploy"), first_line) == expected
+
+
+def test_the_name_wins_over_the_shebang() -> None:
+    assert language_id(Path("/w/tool.py"), "#!/bin/bash") == "python"
+    assert language_id(Path("/w/tool.txt"), "#!/bin/bash") == "shellscript"
+
+
 def test_dockerfile_is_an_exact_name_not_a_suffix() -> None:
     assert language_id(Path("notADockerfile")) is None
 
@@ -400,6 +427,12 @@ def test_an_empty_role_list_turns_a_language_off() -> None:
     settings = Settings(language_servers={"python": (), "typescript": ()})
     assert registry.servers_for(Path("/w/a.py"), settings, _installed("ty")) == []
     assert registry.servers_for(Path("/w/a.ts"), settings, _installed("typescript")) == []
+
+
+def test_a_mapping_without_python_keeps_pythons_default_roles() -> None:
+    settings = Settings(language_servers={"typescript": ("typescript",)})
+    specs = registry.servers_for(Path("/w/a.py"), settings, _installed("pyright", "ty", "ruff"))
+    assert _ids(specs) == ["pyright", "ruff"]
 
 
 def test_user_roles_for_other_languages() -> None:

@@ -227,7 +227,58 @@ def language_id_for_name(name: str) -> str | None:
     return None
 
 
-def language_id(path: str | os.PathLike[str]) -> str | None:
-    """The LSP language id of the file at ``path`` (by name only; the file is not read)."""
+# Interpreters named on a ``#!`` line of a file whose name says nothing (``bin/deploy``).
+INTERPRETERS: Mapping[str, str] = {
+    "sh": "shellscript",
+    "bash": "shellscript",
+    "dash": "shellscript",
+    "zsh": "shellscript",
+    "ksh": "shellscript",
+    "python": "python",
+    "python3": "python",
+    "python2": "python",
+    "pypy3": "python",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "deno": "typescript",
+    "ts-node": "typescript",
+    "tsx": "typescript",
+    "bun": "javascript",
+    "ruby": "ruby",
+    "perl": "perl",
+    "php": "php",
+    "lua": "lua",
+    "fish": "fish",
+}
+
+
+def language_id_for_shebang(first_line: str) -> str | None:
+    """The language of a ``#!`` line (``#!/usr/bin/env -S python3 -u`` -> python), or None."""
+    if not first_line.startswith("#!"):
+        return None
+    parts = first_line[2:].split()
+    if not parts:
+        return None
+    program = parts[0].rsplit("/", 1)[-1]
+    if program == "env":
+        rest = [p for p in parts[1:] if not p.startswith("-") and "=" not in p]
+        if not rest:
+            return None
+        program = rest[0].rsplit("/", 1)[-1]
+    found = INTERPRETERS.get(program)
+    if found is None:  # python3.12, pypy3.10, ...
+        found = INTERPRETERS.get(program.rstrip("0123456789.") or program)
+    return found
+
+
+def language_id(path: str | os.PathLike[str], first_line: str | None = None) -> str | None:
+    """The LSP language id of the file at ``path``, by name; the file is not read.
+
+    When the name says nothing and the caller has the text, ``first_line`` lets a ``#!`` line
+    decide (``bin/deploy`` starting with ``#!/bin/bash`` is a shell script).
+    """
     name = path.name if isinstance(path, PurePath) else os.path.basename(os.fspath(path))
-    return language_id_for_name(name)
+    found = language_id_for_name(name)
+    if found is None and first_line:
+        return language_id_for_shebang(first_line)
+    return found

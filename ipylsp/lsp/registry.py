@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ipylsp.lsp.languages import language_id
 from ipylsp.lsp.spec import InstallRecipe, ServerSpec
-from ipylsp.settings import Settings
+from ipylsp.settings import DEFAULT_LANGUAGE_SERVERS, Settings
 
 _PY_ROOTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", ".git")
 _JS_ROOTS = ("tsconfig.json", "jsconfig.json", "package.json")
@@ -449,10 +449,10 @@ def servers_for(
 ) -> list[ServerSpec]:
     """The servers that should check ``path``, user overrides applied.
 
-    - A language with an entry in ``settings.language_servers`` gets one server per role: the
-      first installed alternative of ``"a|b|c"``, else the first alternative even when it is not
-      installed, so the caller can say "a is not installed" with its hint. An empty entry
-      means no servers for that language.
+    - A language with an entry in ``settings.language_servers`` (else in
+      ``DEFAULT_LANGUAGE_SERVERS``) gets one server per role: the first installed alternative of
+      ``"a|b|c"``, else the first alternative even when it is not installed, so the caller can
+      say "a is not installed" with its hint. An empty entry means no servers for the language.
     - Any other language gets every registered server with ``activation="default"`` for it.
     - ``settings.servers[id].disabled`` removes a server (from its role's alternatives too);
       the other fields of ``settings.servers[id]`` are applied with ``ServerSpec.with_overrides``.
@@ -475,6 +475,10 @@ def servers_for(
 
     chosen: dict[str, ServerSpec] = {}
     roles = settings.language_servers.get(language)
+    if roles is None:
+        # A mapping that leaves out a language with default roles keeps those roles, rather than
+        # starting every registered server of it (pyright and basedpyright and ty at once).
+        roles = DEFAULT_LANGUAGE_SERVERS.get(language)
     if roles is not None:
         for role in roles:
             candidates = [s for s in map(enabled, _alternatives(role)) if s is not None]
