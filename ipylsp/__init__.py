@@ -4,7 +4,7 @@
 
     >>> import ipylsp
     >>> report = ipylsp.check("src/app.py")      # what the file's current text introduced
-    >>> print(ipylsp.format(report))              # the <diagnostics> block agents read
+    >>> print(ipylsp.format_report(report))              # the <diagnostics> block agents read
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def status() -> list[SlotStatus]:
     return service().status()
 
 
-def format(report: Report, **options: Any) -> str:  # noqa: A001 - mirrors str.format's role
+def format_report(report: Report, **options: Any) -> str:
     """The `<diagnostics>` text block for a report (errors only unless `severity=` says more)."""
     from ipylsp.analysis.report import FormatOptions, format_text
 
@@ -85,4 +85,4 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
-__all__ = ["__version__", "check", "diagnostics", "format", "service", "status"]
+__all__ = ["__version__", "check", "diagnostics", "format_report", "service", "status"]

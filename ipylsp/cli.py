@@ -198,8 +198,8 @@ def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
             print(text, file=out)
     if report.has_unknown:
         return EXIT_FAILURE
-    shown = fmt.to_json(report, options)["summary"]
-    return EXIT_PROBLEMS if shown["errors"] or shown["warnings"] else EXIT_CLEAN
+    views = fmt.select(report, options)
+    return EXIT_PROBLEMS if any(v.shown or v.omitted for v in views) else EXIT_CLEAN
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ipylsp.lsp.spec import ServerOverride
+from ipylsp.lsp.spec import ServerOverride, ServerSpec
 
 SeverityFilter = Literal["error", "warning", "all"]
 InstallStrategy = Literal["manual", "auto"]
@@ -51,6 +51,10 @@ class Settings:
         default_factory=lambda: dict(DEFAULT_LANGUAGE_SERVERS)
     )
     servers: Mapping[str, ServerOverride] = field(default_factory=dict)
+    extra_specs: tuple[ServerSpec, ...] = ()
+    """Servers defined by the user's configuration, beside (or replacing, by id) the registry's."""
+    semantic_after_syntax_error: bool = False
+    """Ask the language servers even when the in-process syntax tier found an error."""
     install_strategy: InstallStrategy = "manual"
     data_dir: Path | None = None
     """Where ipylsp installs servers; None means the platformdirs user data dir."""

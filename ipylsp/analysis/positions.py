@@ -87,6 +87,8 @@ class LineIndex:
 
 def choose_encoding(offered: object) -> Encoding:
     """The server picks from our list; anything unexpected means the default, UTF-16."""
-    if offered in ("utf-8", "utf-16", "utf-32"):
-        return offered  # type: ignore[return-value]
+    if offered == "utf-8":
+        return "utf-8"
+    if offered == "utf-32":
+        return "utf-32"
     return "utf-16"

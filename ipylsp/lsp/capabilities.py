@@ -82,15 +82,15 @@ def wants_save(server_capabilities: Mapping[str, Any]) -> tuple[bool, bool]:
     return bool(save), False
 
 
-def static_pull_identifier(server_capabilities: Mapping[str, Any]) -> str | None | bool:
-    """False when the server declares no pull diagnostics; else its identifier (maybe None)."""
+def static_pull(server_capabilities: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """(declares pull diagnostics, the pull identifier if any)."""
     provider = server_capabilities.get("diagnosticProvider")
     if not provider:
-        return False
+        return False, None
     if isinstance(provider, Mapping):
         identifier = provider.get("identifier")
-        return identifier if isinstance(identifier, str) else None
-    return None
+        return True, identifier if isinstance(identifier, str) else None
+    return True, None
 
 
 def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:

@@ -184,9 +184,9 @@ class LanguageClient:
             self.server_capabilities = dict(result.get("capabilities") or {})
             self.server_info = dict(result.get("serverInfo") or {})
             self.encoding = choose_encoding(self.server_capabilities.get("positionEncoding"))
-            static = caps.static_pull_identifier(self.server_capabilities)
-            if static is not False:
-                self._pull_identifiers[STATIC_PULL] = static or None
+            declares_pull, identifier = caps.static_pull(self.server_capabilities)
+            if declares_pull:
+                self._pull_identifiers[STATIC_PULL] = identifier
             await endpoint.notify("initialized", {})
             if self.spec.settings:
                 await endpoint.notify(

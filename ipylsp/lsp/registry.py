@@ -464,8 +464,10 @@ def servers_for(
     if language is None:
         return []
 
+    extra = {spec.id: spec for spec in settings.extra_specs}
+
     def enabled(server_id: str) -> ServerSpec | None:
-        spec = _BY_ID.get(server_id)
+        spec = extra.get(server_id) or _BY_ID.get(server_id)
         if spec is None:
             return None
         override = settings.servers.get(server_id)
@@ -487,7 +489,7 @@ def servers_for(
             pick = next((s for s in candidates if is_installed(s)), candidates[0])
             chosen.setdefault(pick.id, pick)
     else:
-        for spec in SPECS:
+        for spec in (*SPECS, *settings.extra_specs):
             if spec.activation == "default" and language in spec.languages:
                 resolved = enabled(spec.id)
                 if resolved is not None:

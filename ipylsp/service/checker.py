@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ipylsp.analysis import delta as delta_mod
-from ipylsp.analysis.model import Diagnostic, FileReport, Unknown, UnknownReason
+from ipylsp.analysis.model import Diagnostic, FileReport, Severity, Unknown, UnknownReason
 from ipylsp.analysis.syntax import syntax_diagnostics
-from ipylsp.lsp import languages, locate, registry, roots
+from ipylsp.lsp import languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.spec import ServerSpec
 from ipylsp.service.baseline import KnownFile, git_head_text, read_text
@@ -59,23 +59,32 @@ class Checker:
         display_root = _display_root(path)
         if language_id is None:
             return [self._file_report(path, display_root, (), (), (), (), ())]
-        specs = registry.servers_for(path, self.settings, self._installed)
-        outcomes = await asyncio.gather(
-            *(
-                self._check_server(
-                    spec, path, language_id, before_text, new_text, known, content, deadline
-                )
-                for spec in specs
-            )
+        syntax_pair = self._syntax_pair(path, before_text, new_text)
+        blocked = syntax_pair is not None and _introduces_errors(
+            before_text, new_text, syntax_pair
         )
+        outcomes: list[ServerOutcome] = []
+        if not blocked or self.settings.semantic_after_syntax_error:
+            specs = registry.servers_for(path, self.settings, self._installed)
+            outcomes = list(
+                await asyncio.gather(
+                    *(
+                        self._check_server(
+                            spec, path, language_id, before_text, new_text, known, content,
+                            deadline,
+                        )
+                        for spec in specs
+                    )
+                )
+            )
         introduced: list[Diagnostic] = []
         fixed: list[Diagnostic] = []
         current: list[Diagnostic] = []
-        syntax_before = syntax_diagnostics(path, before_text) if before_text else ()
-        syntax_after = syntax_diagnostics(path, new_text) if new_text is not None else ()
         pairs = [(o.baseline, o.current) for o in outcomes if o.unknown is None]
-        if syntax_after is not None:
-            pairs.append((syntax_before or (), syntax_after))
+        # The syntax tier speaks when the servers were not asked or could not answer; when
+        # they answered, they report the same syntax errors themselves.
+        if syntax_pair is not None and (len(pairs) < len(outcomes) or not outcomes):
+            pairs.append(syntax_pair)
         for baseline, now in pairs:
             result = delta_mod.compute_delta(before_text, new_text or "", baseline, now)
             introduced.extend(result.introduced)
@@ -101,6 +110,18 @@ class Checker:
             reports.extend(await self._other_files(path, outcomes, deadline))
         return reports
 
+    @staticmethod
+    def _syntax_pair(
+        path: Path, before_text: str, new_text: str | None
+    ) -> tuple[tuple[Diagnostic, ...], tuple[Diagnostic, ...]] | None:
+        if new_text is None:
+            return None
+        after = syntax_diagnostics(path, new_text)
+        if after is None:
+            return None
+        before = syntax_diagnostics(path, before_text) if before_text else ()
+        return before or (), after
+
     def _before_text(self, path: Path, before: str | None, known: KnownFile | None) -> str:
         if before is not None:
             return before
@@ -125,11 +146,21 @@ class Checker:
         content: str | None,
         deadline: float,
     ) -> ServerOutcome:
-        command = locate.resolve_command(spec, locate.data_dir(self.settings))
-        if command is None:
-            return ServerOutcome(spec, None, None, unknown=self._missing(spec, path))
-        root = roots.find_root(path, spec.root_markers)
-        slot = self.pool.slot(spec, root, command)
+        resolution = locate.resolve(spec, locate.data_dir(self.settings))
+        gate = _display_root(path)
+        if resolution.command is None:
+            root = gate or path.parent
+            detail = resolution.reason or f"{spec.command[0]} not found"
+            return ServerOutcome(
+                spec, None, None,
+                unknown=self._unknown(
+                    spec, root, UnknownReason.NOT_INSTALLED, detail, registry.install_hint(spec)
+                ),
+            )
+        root = roots.find_root(path, spec.root_markers, git_worktree=gate)
+        slot = self.pool.find(spec.id, root) or self.pool.add(
+            pyenv.for_server(spec, root, ceiling=gate), root, resolution.command
+        )
         outcome = ServerOutcome(spec, slot, None)
         try:
             client = outcome.client = await self.pool.acquire(slot, deadline)
@@ -162,15 +193,6 @@ class Checker:
         if not before_text:
             return ()
         return None
-
-    def _missing(self, spec: ServerSpec, path: Path) -> Unknown:
-        from ipylsp.lsp.installers import install_hint
-
-        root = _display_root(path) or path.parent
-        return self._unknown(
-            spec, root, UnknownReason.NOT_INSTALLED, f"{spec.command[0]} not found",
-            install_hint(spec),
-        )
 
     def _unknown(
         self, spec: ServerSpec, root: Path, reason: UnknownReason, detail: str, hint: str = ""
@@ -267,6 +289,15 @@ class Checker:
             unknown=unknown,
             servers=servers,
         )
+
+
+def _introduces_errors(
+    before_text: str,
+    new_text: str | None,
+    pair: tuple[tuple[Diagnostic, ...], tuple[Diagnostic, ...]],
+) -> bool:
+    result = delta_mod.compute_delta(before_text, new_text or "", pair[0], pair[1])
+    return any(d.severity is Severity.ERROR for d in result.introduced)
 
 
 def _display_root(path: Path) -> Path | None:

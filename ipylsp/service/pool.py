@@ -63,11 +63,12 @@ class ClientPool:
 
     # -- acquiring ----------------------------------------------------------------------------
 
-    def slot(self, spec: ServerSpec, root: Path, command: tuple[str, ...]) -> Slot:
-        key = (spec.id, root)
-        slot = self._slots.get(key)
-        if slot is None:
-            slot = self._slots[key] = Slot(spec=spec, root=root, command=command)
+    def find(self, server_id: str, root: Path) -> Slot | None:
+        return self._slots.get((server_id, root))
+
+    def add(self, spec: ServerSpec, root: Path, command: tuple[str, ...]) -> Slot:
+        """A new slot; `spec` is final here (overrides and Python environment applied)."""
+        slot = self._slots[(spec.id, root)] = Slot(spec=spec, root=root, command=command)
         return slot
 
     async def acquire(self, slot: Slot, deadline: float) -> LanguageClient:
@@ -87,7 +88,8 @@ class ClientPool:
         elif slot.start_outlived_budget:
             waited = time.monotonic() - slot.start_began
             raise ClientError(
-                UnknownReason.TIMED_OUT, f"still starting: initialize unanswered after {waited:.0f} s"
+                UnknownReason.TIMED_OUT,
+                f"still starting: initialize unanswered after {waited:.0f} s",
             )
         remaining = deadline - time.monotonic()
         try:
