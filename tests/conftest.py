@@ -6,6 +6,7 @@ watchdog: a leaked language server fails the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -75,8 +76,6 @@ def no_orphans() -> Iterator[None]:
     ipylsp._reset_service()
     strays = _wait_gone(5.0)
     for pid, _ in strays:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     assert not strays, f"processes left alive after the module: {strays}"

@@ -149,7 +149,7 @@ def test_concurrent_checks_of_one_document_each_get_their_own_version(tmp_path: 
             results = await asyncio.gather(
                 *(client.diagnostics(path, t, "python", deadline=deadline()) for t in texts)
             )
-            for text, (version, diags) in zip(texts, results):
+            for text, (version, diags) in zip(texts, results, strict=False):
                 assert [d.message for d in diags] == [text.split("ERROR:")[1].strip()]
                 assert version >= 1
         finally:

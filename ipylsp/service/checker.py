@@ -162,27 +162,52 @@ class Checker:
             pyenv.for_server(spec, root, ceiling=gate), root, resolution.command
         )
         outcome = ServerOutcome(spec, slot, None)
-        try:
-            client = outcome.client = await self.pool.acquire(slot, deadline)
-            if new_text is None:
-                await client.close_document(path)
-                outcome.baseline = self._baseline_if_known(spec, before_text, known) or ()
-                return outcome
-            baseline = self._baseline_if_known(spec, before_text, known)
-            if baseline is None and before_text:
-                _, baseline = await client.diagnostics(
-                    path, before_text, language_id, deadline=deadline
+        for attempt in (1, 2):
+            try:
+                await self._ask_server(
+                    outcome, slot, path, language_id, before_text, new_text, known, content,
+                    deadline,
                 )
-            outcome.baseline = baseline or ()
-            _, outcome.current = await client.diagnostics(
-                path, new_text, language_id, deadline=deadline, save=content is None
-            )
-            self.pool.record_success(slot)
-        except ClientError as exc:
-            if exc.reason is UnknownReason.TIMED_OUT:
-                await self.pool.record_timeout(slot)
-            outcome.unknown = self._unknown(spec, root, exc.reason, exc.detail)
+                self.pool.record_success(slot)
+                return outcome
+            except ClientError as exc:
+                # A server found dead mid-check (killed since the last one) gets one restart.
+                if exc.reason is UnknownReason.CRASHED and attempt == 1:
+                    continue
+                if exc.reason is UnknownReason.TIMED_OUT:
+                    await self.pool.record_timeout(slot)
+                outcome.unknown = self._unknown(spec, root, exc.reason, exc.detail)
+                return outcome
         return outcome
+
+    async def _ask_server(
+        self,
+        outcome: ServerOutcome,
+        slot: Slot,
+        path: Path,
+        language_id: str,
+        before_text: str,
+        new_text: str | None,
+        known: KnownFile | None,
+        content: str | None,
+        deadline: float,
+    ) -> None:
+        """Baseline (unless known) and current diagnostics from one server."""
+        spec = outcome.spec
+        client = outcome.client = await self.pool.acquire(slot, deadline)
+        if new_text is None:
+            await client.close_document(path)
+            outcome.baseline = self._baseline_if_known(spec, before_text, known) or ()
+            return
+        baseline = self._baseline_if_known(spec, before_text, known)
+        if baseline is None and before_text:
+            _, baseline = await client.diagnostics(
+                path, before_text, language_id, deadline=deadline
+            )
+        outcome.baseline = baseline or ()
+        _, outcome.current = await client.diagnostics(
+            path, new_text, language_id, deadline=deadline, save=content is None
+        )
 
     @staticmethod
     def _baseline_if_known(

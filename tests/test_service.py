@@ -1,0 +1,319 @@
+"""The Service facade against the fake server (serving shell files: no syntax tier there):
+budgets, the broken set, restarts, caps, odd files. Every failure must come back as an `Unknown`, never as an exception or a clean result."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipylsp.analysis.model import Report, UnknownReason
+from ipylsp.lsp.process import descendants
+from ipylsp.lsp.spec import InstallRecipe, ServerSpec
+from ipylsp.service.service import FileCheck, Service
+from ipylsp.settings import Settings
+from tests.conftest import fake_command
+
+
+def fake_spec(*flags: str, server_id: str = "fake") -> ServerSpec:
+    return ServerSpec(
+        id=server_id,
+        name="Fake",
+        languages=("shellscript",),
+        command=fake_command(*flags),
+        install=InstallRecipe("path", hint="it is a test fixture"),
+    )
+
+
+def settings(*flags: str, **changes: object) -> Settings:
+    base = Settings(
+        language_servers={"shellscript": ("fake",)},
+        extra_specs=(fake_spec(*flags),),
+        wait_budget=5.0,
+    )
+    from dataclasses import replace
+
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    return tmp_path
+
+
+def messages(report: Report) -> list[tuple[str, int, int, str]]:
+    return [
+        (f.display_path, d.range.start.line + 1, d.range.start.column + 1, d.message)
+        for f in report.files
+        for d in f.diagnostics
+    ]
+
+
+def unknowns(report: Report) -> list[tuple[str, UnknownReason]]:
+    return [(u.server_id, u.reason) for f in report.files for u in f.unknown]
+
+
+@pytest.fixture
+def service_factory() -> Iterator[list[Service]]:
+    made: list[Service] = []
+    yield made
+    for service in made:
+        service.close()
+
+
+def make(made: list[Service], config: Settings) -> Service:
+    service = Service(config)
+    made.append(service)
+    return service
+
+
+def test_check_reports_introduced_and_fixed(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(service_factory, settings("--diagnostics", "pull"))
+    path = workspace / "app.sh"
+    path.write_text("a = 1\nb ERROR:first\n")
+    first = service.check(path)
+    assert messages(first) == [("app.sh", 2, 3, "first")]
+    path.write_text("new line\na = 1\nb ERROR:first\nERROR:second\n")
+    second = service.check(path)
+    assert messages(second) == [("app.sh", 4, 1, "second")]
+    path.write_text("a = 1\n")
+    third = service.check(path)
+    assert messages(third) == []
+    assert sorted(d.message for f in third.files for d in f.fixed) == ["first", "second"]
+
+
+def test_hung_initialize_costs_one_budget_then_nothing(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(service_factory, settings("--hang-initialize", wait_budget=0.5))
+    path = workspace / "h.sh"
+    path.write_text("x = 1\n")
+    t0 = time.monotonic()
+    first = service.check(path)
+    assert time.monotonic() - t0 < 0.5 + 1.5
+    assert unknowns(first) == [("fake", UnknownReason.TIMED_OUT)]
+    assert "initialize unanswered" in first.files[0].unknown[0].detail
+    for _ in range(3):
+        t1 = time.monotonic()
+        again = service.check(path)
+        assert time.monotonic() - t1 < 0.4  # far below the 0.5 s budget: no second wait
+        assert unknowns(again) == [("fake", UnknownReason.TIMED_OUT)]
+        assert "still starting" in again.files[0].unknown[0].detail
+
+
+def test_initialize_that_never_answers_becomes_broken_until_restart(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(
+        service_factory, settings("--hang-initialize", wait_budget=1.0, initialize_timeout=0.3)
+    )
+    path = workspace / "b.sh"
+    path.write_text("x = 1\n")
+    first = service.check(path)
+    assert unknowns(first) == [("fake", UnknownReason.TIMED_OUT)]
+    assert "initialize got no answer within 0.3 s" in first.files[0].unknown[0].detail
+    second = service.check(path)
+    assert unknowns(second) == [("fake", UnknownReason.BROKEN)]
+    assert [row.state for row in service.status()] == ["broken"]
+    assert service.restart("fake") == 1
+    assert service.status() == []
+
+
+def test_crashed_server_is_restarted_and_answers(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(service_factory, settings("--diagnostics", "pull"))
+    path = workspace / "k.sh"
+    path.write_text("ERROR:one\n")
+    assert messages(service.check(path)) == [("k.sh", 1, 1, "one")]
+    (pid,) = service.server_pids()
+    os.killpg(pid, signal.SIGKILL)
+    path.write_text("ERROR:one\nERROR:two\n")
+    report = service.check(path)
+    assert messages(report) == [("k.sh", 2, 1, "two")]
+    (new_pid,) = service.server_pids()
+    assert new_pid != pid
+    assert [row.crashes for row in service.status()] == [1]
+
+
+def test_server_crashing_every_time_is_broken_after_max_restarts(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(
+        service_factory,
+        settings("--crash-on", "textDocument/didOpen", max_restarts=1, wait_budget=3.0),
+    )
+    path = workspace / "c.sh"
+    path.write_text("x = 1\n")
+    reasons = [unknowns(service.check(path))[0][1] for _ in range(3)]
+    assert reasons[0] is UnknownReason.CRASHED
+    assert reasons[-1] is UnknownReason.BROKEN
+    assert "crashed 2 times" in service.check(path).files[0].unknown[0].detail
+
+
+def test_repeated_timeouts_mark_broken(workspace: Path, service_factory: list[Service]) -> None:
+    service = make(
+        service_factory,
+        settings("--diagnostics", "pull", "--hang-on", "textDocument/diagnostic",
+                 wait_budget=0.4, max_timeouts=2),
+    )
+    path = workspace / "t.sh"
+    path.write_text("x = 1\n")
+    first, second = service.check(path), service.check(path)
+    assert unknowns(first) == unknowns(second) == [("fake", UnknownReason.TIMED_OUT)]
+    t0 = time.monotonic()
+    third = service.check(path)
+    assert time.monotonic() - t0 < 0.3
+    assert unknowns(third) == [("fake", UnknownReason.BROKEN)]
+    assert service.server_pids() == []
+
+
+def test_missing_server_gives_the_hint_once_then_a_short_line(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    missing = ServerSpec(
+        id="fake", name="Fake", languages=("shellscript",), command=("no-such-server-binary",),
+        install=InstallRecipe("path", hint="install it from the fake store"),
+    )
+    service = make(
+        service_factory,
+        Settings(language_servers={"shellscript": ("fake",)}, extra_specs=(missing,)),
+    )
+    path = workspace / "m.sh"
+    path.write_text("x = 1\n")
+    first = service.check(path).files[0].unknown[0]
+    second = service.check(path).files[0].unknown[0]
+    assert first.reason is UnknownReason.NOT_INSTALLED
+    assert "install it from the fake store" in first.hint
+    assert second.reason is UnknownReason.NOT_INSTALLED and second.hint == ""
+
+
+def test_open_document_cap_closes_least_recently_used(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(service_factory, settings("--diagnostics", "pull", max_open_documents=2))
+    for name in ("a.sh", "b.sh", "c.sh"):
+        (workspace / name).write_text(f"ERROR:{name}\n")
+        service.check(workspace / name)
+    assert [row.open_documents for row in service.status()] == [2]
+
+
+def test_non_utf8_and_non_ascii_files_are_checked(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(service_factory, settings("--diagnostics", "push", "--encoding", "utf-16"))
+    path = workspace / "latin1.sh"
+    path.write_bytes(b"caf\xe9 = 1\n\xf0\x9f\x98\x80 ERROR:after emoji\n")
+    assert messages(service.check(path)) == [("latin1.sh", 2, 3, "after emoji")]
+
+
+def test_file_that_vanishes_reports_its_errors_fixed(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(service_factory, settings())
+    path = workspace / "gone.sh"
+    path.write_text("ERROR:bye\n")
+    service.check(path)
+    path.unlink()
+    report = service.check(path)
+    assert messages(report) == []
+    assert [d.message for f in report.files for d in f.fixed] == ["bye"]
+    never = service.check(workspace / "never-existed.sh")
+    assert messages(never) == [] and unknowns(never) == []
+
+
+def test_path_outside_any_workspace_is_shown_absolute(
+    tmp_path: Path, service_factory: list[Service]
+) -> None:
+    outside = tmp_path / "loose"
+    outside.mkdir()
+    service = make(service_factory, settings())
+    path = outside / "x.sh"
+    path.write_text("ERROR:loose\n")
+    report = service.check(path)
+    assert [f.display_path for f in report.files] == [str(path)]
+
+
+def test_bad_arguments_raise_clear_errors(service_factory: list[Service]) -> None:
+    service = make(service_factory, settings())
+    with pytest.raises(TypeError, match="path must be a str"):
+        service.check(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="invalid path"):
+        service.check("")
+    with pytest.raises(TypeError, match="content must be a str"):
+        service.check("x.sh", content=b"x")  # type: ignore[arg-type]
+
+
+def test_check_files_one_report_for_many(workspace: Path, service_factory: list[Service]) -> None:
+    service = make(service_factory, settings("--diagnostics", "pull"))
+    a, b = workspace / "a.sh", workspace / "b.sh"
+    a.write_text("ERROR:in a\n")
+    b.write_text("fine\n")
+    report = service.check_files([FileCheck(a), FileCheck(b)])
+    assert messages(report) == [("a.sh", 1, 1, "in a")]
+    assert [f.display_path for f in report.files] == ["a.sh", "b.sh"]
+
+
+def test_close_stops_every_server_and_is_idempotent(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(service_factory, settings("--spawn-child", "--leave-child"))
+    path = workspace / "z.sh"
+    path.write_text("x\n")
+    service.check(path)
+    (pid,) = service.server_pids()
+    tree = [pid, *descendants(pid)]
+    service.close()
+    service.close()
+    assert not any(_alive(p) for p in tree)
+    with pytest.raises(RuntimeError, match="closed"):
+        service.check(path)
+
+
+@pytest.mark.parametrize("how", ["normal", "exception", "sigkill"])
+def test_no_server_outlives_the_python_process(workspace: Path, how: str) -> None:
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+        from tests.test_service import settings
+        from ipylsp.service.service import Service
+        s = Service(settings("--spawn-child", "--leave-child"))
+        s.check({str(workspace / "p.sh")!r})
+        pids = s.server_pids()
+        from ipylsp.lsp.process import descendants
+        print(" ".join(str(p) for pid in pids for p in [pid, *descendants(pid)]), flush=True)
+        if {how!r} == "exception":
+            raise SystemExit("boom") from ValueError("x")
+        if {how!r} == "sigkill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    (workspace / "p.sh").write_text("ERROR:x\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) >= 2, done.stderr
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the watchdog acts asynchronously after the parent's death
+    assert [p for p in pids if _alive(p)] == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2:].split()[0] not in (b"Z", b"X")
