@@ -1,5 +1,6 @@
 """The Service facade against the fake server (serving shell files: no syntax tier there):
-budgets, the broken set, restarts, caps, odd files. Every failure must come back as an `Unknown`, never as an exception or a clean result."""
+budgets, the broken set, restarts, caps, odd files. Every failure must come back as an
+`Unknown`, never as an exception or a clean result."""
 
 from __future__ import annotations
 
