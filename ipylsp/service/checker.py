@@ -65,7 +65,7 @@ class Checker:
         )
         outcomes: list[ServerOutcome] = []
         if not blocked or self.settings.semantic_after_syntax_error:
-            specs = registry.servers_for(path, self.settings, self._installed)
+            specs = registry.servers_for(path, self.settings, self.installed)
             outcomes = list(
                 await asyncio.gather(
                     *(
@@ -130,7 +130,7 @@ class Checker:
         head = git_head_text(path)
         return head if head is not None else ""
 
-    def _installed(self, spec: ServerSpec) -> bool:
+    def installed(self, spec: ServerSpec) -> bool:
         return locate.resolve_command(spec, locate.data_dir(self.settings)) is not None
 
     # -- one server ---------------------------------------------------------------------------
@@ -146,21 +146,10 @@ class Checker:
         content: str | None,
         deadline: float,
     ) -> ServerOutcome:
-        resolution = locate.resolve(spec, locate.data_dir(self.settings))
-        gate = _display_root(path)
-        if resolution.command is None:
-            root = gate or path.parent
-            detail = resolution.reason or f"{spec.command[0]} not found"
-            return ServerOutcome(
-                spec, None, None,
-                unknown=self._unknown(
-                    spec, root, UnknownReason.NOT_INSTALLED, detail, registry.install_hint(spec)
-                ),
-            )
-        root = roots.find_root(path, spec.root_markers, git_worktree=gate)
-        slot = self.pool.find(spec.id, root) or self.pool.add(
-            pyenv.for_server(spec, root, ceiling=gate), root, resolution.command
-        )
+        slot = self.slot_for(spec, path)
+        if isinstance(slot, Unknown):
+            return ServerOutcome(spec, None, None, unknown=slot)
+        root = slot.root
         outcome = ServerOutcome(spec, slot, None)
         for attempt in (1, 2):
             try:
@@ -179,6 +168,37 @@ class Checker:
                 outcome.unknown = self._unknown(spec, root, exc.reason, exc.detail)
                 return outcome
         return outcome
+
+    def slot_for(self, spec: ServerSpec, path: Path) -> Slot | Unknown:
+        """The pool slot serving `path` for `spec` (Python env handed over), or why none can."""
+        resolution = locate.resolve(spec, locate.data_dir(self.settings))
+        gate = _display_root(path)
+        if resolution.command is None:
+            detail = resolution.reason or f"{spec.command[0]} not found"
+            return self._unknown(
+                spec, gate or path.parent, UnknownReason.NOT_INSTALLED, detail,
+                registry.install_hint(spec),
+            )
+        root = roots.find_root(path, spec.root_markers, git_worktree=gate)
+        return self.pool.find(spec.id, root) or self.pool.add(
+            pyenv.for_server(spec, root, ceiling=gate), root, resolution.command
+        )
+
+    async def start_servers(self, path: Path, deadline: float) -> list[str]:
+        """Acquire every server for `path`; a line per server saying how that went."""
+        lines = []
+        for spec in registry.servers_for(path, self.settings, self.installed):
+            slot = self.slot_for(spec, path)
+            if isinstance(slot, Unknown):
+                lines.append(f"{spec.id}: {slot.reason.value}: {slot.detail} {slot.hint}".strip())
+                continue
+            try:
+                client = await self.pool.acquire(slot, deadline)
+            except ClientError as exc:
+                lines.append(f"{spec.id}: {exc.reason.value}: {exc.detail}")
+                continue
+            lines.append(f"{spec.id}: running (pid {client.pid}) for {slot.root}")
+        return lines
 
     async def _ask_server(
         self,

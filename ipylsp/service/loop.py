@@ -40,6 +40,10 @@ class BackgroundLoop:
     def running(self) -> bool:
         return self._thread.is_alive() and not self._loop.is_closed()
 
+    @property
+    def thread_ident(self) -> int | None:
+        return self._thread.ident
+
     def in_loop_thread(self) -> bool:
         return threading.current_thread() is self._thread
 

@@ -23,7 +23,9 @@ from typing import Any
 
 from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
 from ipylsp.service.checker import Checker
+from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
 from ipylsp.service.loop import BackgroundLoop, LoopTimeout
+from ipylsp.service.pending import PendingChannel
 from ipylsp.service.pool import ClientPool, SlotStatus
 from ipylsp.settings import Settings
 
@@ -50,6 +52,7 @@ class Service:
         self._loop: BackgroundLoop | None = None
         self._pool = ClientPool(self._settings)
         self._checker = Checker(self._settings, self._pool)
+        self._pending = PendingChannel()
         self._lock = threading.Lock()
         self._closed = False
         _register_for_cleanup(self)
@@ -127,7 +130,19 @@ class Service:
                 )
                 for f in files
             ]
-        return Report(files=tuple(reports))
+        report = Report(files=tuple(reports))
+        self._pending.record(report)
+        return report
+
+    def pending(self) -> tuple[Report, int]:
+        """Problems introduced by writes and not yet handed over (then forgotten), and the
+        number cut by the caps (10 per file, 30 in all)."""
+        return self._pending.take()
+
+    @property
+    def thread_ident(self) -> int | None:
+        """The background loop's thread (started if needed; starting it spawns no server)."""
+        return self._background().thread_ident
 
     async def _check_all(self, files: Sequence[FileCheck], deadline: float) -> list[FileReport]:
         reports: list[FileReport] = []
@@ -148,6 +163,28 @@ class Service:
                     )
                 )
         return _merge(reports)
+
+    def feature(
+        self,
+        kind: str,
+        path: str | os.PathLike[str],
+        line: int = 0,
+        column: int = 0,
+        *,
+        timeout: float | None = None,
+    ) -> FeatureResult:
+        """hover / definition / references / completions / symbols at a 0-based position."""
+        if kind not in PROVIDERS:
+            raise ValueError(f"unknown feature {kind!r}; one of {', '.join(PROVIDERS)}")
+        if not isinstance(line, int) or not isinstance(column, int) or line < 0 or column < 0:
+            raise ValueError("line and column must be non-negative integers")
+        budget = self._settings.wait_budget if timeout is None else float(timeout)
+        deadline = time.monotonic() + budget
+        coro = request_feature(self._checker, kind, self._normalize(path), line, column, deadline)
+        try:
+            return self._background().run(coro, budget + _HANDOVER_MARGIN)
+        except LoopTimeout:
+            return FeatureResult(kind, error=f"no answer within {budget:.1f} s")
 
     def diagnostics(self, path: str | os.PathLike[str] | None = None) -> Report:
         """Last known diagnostics (no server round trip), for one file or all checked files."""
@@ -186,6 +223,15 @@ class Service:
             return 0
         self._checker.forget_reported()
         return self._loop.run(self._pool.restart(server_id), 30.0)
+
+    def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
+        """Start (or confirm) every server that serves `path`; one status line per server."""
+        budget = self._settings.wait_budget if timeout is None else float(timeout)
+        coro = self._checker.start_servers(self._normalize(path), time.monotonic() + budget)
+        try:
+            return self._background().run(coro, budget + _HANDOVER_MARGIN)
+        except LoopTimeout:
+            return [f"no answer within {budget:.1f} s"]
 
     def stop(self, server_id: str | None = None) -> int:
         if self._loop is None:

@@ -1,0 +1,128 @@
+"""`IPyLSP`: the one traitlets Configurable with every knob.
+
+Read the same way by the IPython extension (`c.IPyLSP.x` in ipython_config.py, `%config
+IPyLSP.x = y` at run time) and anything else that loads traitlets config; `to_settings()` turns
+it into the core's plain `Settings`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode, validate
+from traitlets.config import Configurable
+
+from ipylsp.lsp.roots import WORKSPACE_MARKERS
+from ipylsp.lsp.spec import InstallRecipe, ServerOverride, ServerSpec
+from ipylsp.settings import InstallStrategy, Settings, SeverityFilter
+
+
+class IPyLSP(Configurable):
+    """Language-server diagnostics after every notebook cell that writes files."""
+
+    enabled = Bool(True, help="Check files written by cells (also `%lsp on` / `%lsp off`).").tag(
+        config=True
+    )
+    wait_budget = Float(
+        10.0, min=0.1, help="Seconds a cell's check may wait for its servers."
+    ).tag(config=True)
+    severity = Enum(
+        ["error", "warning", "all"], "error", help="Lowest severity shown (errors by default)."
+    ).tag(config=True)
+    max_per_file = Int(20, min=1, help="Problems shown per file.").tag(config=True)
+    max_per_report = Int(50, min=1, help="Problems shown per cell.").tag(config=True)
+    show_clean = Bool(False, help="Print a one-line confirmation for clean writes.").tag(
+        config=True
+    )
+    check_shell_writes = Bool(
+        True, help="Also find files written by child processes (!cmd, %%bash, subprocess)."
+    ).tag(config=True)
+    language_servers = Dict(
+        help='Servers per language: {"python": ["ty", "ruff"]}; "a|b" = first installed.'
+    ).tag(config=True)
+    servers = Dict(
+        help='Per-server options: {"pyright": {"disabled": false, "command": [...], "env": {},'
+        ' "settings": {}, "initialization_options": {}}}.'
+    ).tag(config=True)
+    custom_servers = Dict(
+        help='Servers of your own: {"mylsp": {"command": [...], "languages": ["python"],'
+        ' "root_markers": [...], "settings": {}}}.'
+    ).tag(config=True)
+    install_strategy = Enum(
+        ["manual", "auto"], "manual", help="auto: install a missing server with a recipe on use."
+    ).tag(config=True)
+    workspace_markers = List(
+        Unicode(),
+        default_value=list(WORKSPACE_MARKERS),
+        help="Files that make a directory a workspace (besides a git worktree).",
+    ).tag(config=True)
+    semantic_after_syntax_error = Bool(
+        False, help="Ask the servers even when a write introduced a syntax error."
+    ).tag(config=True)
+    idle_timeout = Float(600.0, min=0, help="Seconds before an unused server is stopped.").tag(
+        config=True
+    )
+    max_open_documents = Int(50, min=1, help="Documents kept open per server.").tag(config=True)
+    data_dir = Unicode("", help="Where servers are installed (default: the user data dir).").tag(
+        config=True
+    )
+
+    @validate("servers")
+    def _check_servers(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        value: dict[str, Any] = proposal["value"]
+        for server_id, options in value.items():
+            if not isinstance(options, dict):
+                raise ValueError(f"IPyLSP.servers[{server_id!r}] must be a dict")
+            ServerOverride.from_mapping(options)
+        return value
+
+    @validate("custom_servers")
+    def _check_custom(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        value: dict[str, Any] = proposal["value"]
+        for server_id, options in value.items():
+            custom_spec(server_id, options)
+        return value
+
+    def to_settings(self) -> Settings:
+        language_servers = {
+            str(language): tuple(str(s) for s in servers)
+            for language, servers in self.language_servers.items()
+        }
+        return Settings(
+            wait_budget=float(self.wait_budget),
+            severity=cast(SeverityFilter, self.severity),
+            max_per_file=int(self.max_per_file),
+            max_per_report=int(self.max_per_report),
+            language_servers=language_servers or Settings().language_servers,
+            servers={k: ServerOverride.from_mapping(v) for k, v in self.servers.items()},
+            extra_specs=tuple(custom_spec(k, v) for k, v in self.custom_servers.items()),
+            install_strategy=cast(InstallStrategy, self.install_strategy),
+            semantic_after_syntax_error=bool(self.semantic_after_syntax_error),
+            idle_timeout=float(self.idle_timeout),
+            max_open_documents=int(self.max_open_documents),
+            data_dir=Path(self.data_dir).expanduser() if self.data_dir else None,
+        )
+
+
+def custom_spec(server_id: str, options: Any) -> ServerSpec:
+    """A user's own server row; the command comes only from the user's configuration."""
+    if not isinstance(options, dict):
+        raise ValueError(f"IPyLSP.custom_servers[{server_id!r}] must be a dict")
+    command = options.get("command")
+    if not isinstance(command, (list, tuple)) or not command:
+        raise ValueError(f"custom server {server_id!r}: 'command' must be a non-empty list")
+    languages = options.get("languages")
+    if not isinstance(languages, (list, tuple)) or not languages:
+        raise ValueError(f"custom server {server_id!r}: 'languages' must be a non-empty list")
+    return ServerSpec(
+        id=server_id,
+        name=str(options.get("name", server_id)),
+        languages=tuple(str(x) for x in languages),
+        command=tuple(str(x) for x in command),
+        install=InstallRecipe("path", hint=str(options.get("install_hint", ""))),
+        root_markers=tuple(str(x) for x in options.get("root_markers", ())),
+        settings=dict(options.get("settings") or {}),
+        initialization_options=options.get("initialization_options"),
+        env={str(k): str(v) for k, v in (options.get("env") or {}).items()},
+    )

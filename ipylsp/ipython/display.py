@@ -1,0 +1,66 @@
+"""Putting reports into cell outputs, and objects whose reprs carry the answer.
+
+One display per cell, with the MIME bundle of DESIGN §1: `text/plain` (the self-contained
+block most agent tools read), `text/html`, and `application/vnd.ipylsp.diagnostics+json`.
+Magics return `ReportView`s instead, so the answer lands in `execute_result` `text/plain`,
+which some agent tools read exclusively.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ipylsp.analysis.model import Report
+from ipylsp.analysis.report import FormatOptions, format_text, mime_bundle
+from ipylsp.config import IPyLSP
+
+
+def options_for(config: IPyLSP, **overrides: Any) -> FormatOptions:
+    values: dict[str, Any] = {
+        "severity": config.severity,
+        "max_per_file": config.max_per_file,
+        "max_per_report": config.max_per_report,
+        "show_clean": config.show_clean,
+    }
+    values.update(overrides)
+    return FormatOptions(**values)
+
+
+def show_report(report: Report, config: IPyLSP, notes: tuple[str, ...] = ()) -> None:
+    """Display the report under the current cell, unless there is nothing to say."""
+    from IPython.display import display
+
+    if notes:
+        report = dataclasses.replace(report, notes=report.notes + tuple(notes))
+    bundle = mime_bundle(report, options_for(config))
+    if bundle:
+        display(bundle, raw=True)  # type: ignore[no-untyped-call]
+
+
+class ReportView:
+    """A report whose repr is the `<diagnostics>` text (or a one-line summary when clean)."""
+
+    def __init__(self, report: Report, options: FormatOptions, empty: str) -> None:
+        self.report = report
+        self.options = options
+        self.empty = empty
+
+    def __repr__(self) -> str:
+        return format_text(self.report, self.options) or self.empty
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = mime_bundle(self.report, self.options)
+        if not bundle:
+            return {"text/plain": self.empty}
+        return bundle
+
+
+class TextView:
+    """Plain text as an execute_result (hover, definition, status ...)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text

@@ -1,0 +1,259 @@
+"""`%lsp <subcommand>`: every answer is a returned object whose repr carries it, so it lands in
+the cell's `execute_result` `text/plain` (some agent tools read nothing else). Bad input raises
+`UsageError` with a one-line reason; `%lsp -h` and `%lsp SUBCOMMAND -h` print help."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+
+from ipylsp.ipython.display import ReportView, TextView, options_for
+
+if TYPE_CHECKING:
+    from ipylsp.ipython.extension import CellChecks
+
+FEATURES = ("hover", "definition", "references", "completions")
+
+
+class _HelpShown(Exception):
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting the kernel."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+    def print_help(self, file: Any = None) -> None:
+        raise _HelpShown(self.format_help())
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise UsageError(message or "%lsp: invalid arguments")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="%lsp", description="Language servers for this notebook.")
+    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
+    sub.add_parser("status", help="running, starting and broken servers; installed ones")
+    listing = sub.add_parser("list", help="every server ipylsp knows")
+    listing.add_argument("--installed", action="store_true")
+    install = sub.add_parser("install", help="install servers into ipylsp's data dir")
+    install.add_argument("ids", nargs="*", metavar="ID")
+    install.add_argument("--all", action="store_true")
+    which = sub.add_parser("which", help="the command ipylsp runs for a server")
+    which.add_argument("id")
+    start = sub.add_parser("start", help="start the servers for a file now")
+    start.add_argument("path")
+    for name in ("stop", "restart"):
+        cmd = sub.add_parser(name, help=f"{name} servers (all, or one id)")
+        cmd.add_argument("id", nargs="?")
+    check = sub.add_parser("check", help="what a file's text introduced (all, with --all)")
+    check.add_argument("path")
+    check.add_argument("--before", metavar="FILE", help="the text before the edit")
+    check.add_argument("--all", action="store_true", help="every problem, not only new ones")
+    check.add_argument("--severity", choices=("error", "warning", "all"))
+    diagnostics = sub.add_parser("diagnostics", help="last known diagnostics (no round trip)")
+    diagnostics.add_argument("path", nargs="?")
+    for name in FEATURES:
+        cmd = sub.add_parser(name, help=f"{name} at PATH:LINE:COL (1-based)")
+        cmd.add_argument("position", metavar="PATH:LINE:COL")
+    symbols = sub.add_parser("symbols", help="the symbols of a file")
+    symbols.add_argument("path")
+    sub.add_parser("pending", help="problems not yet handed over, then forget them")
+    sub.add_parser("on", help="check files written by cells")
+    sub.add_parser("off", help="stop checking files written by cells")
+    return parser
+
+
+def parse_position(text: str) -> tuple[str, int, int]:
+    """`path:line:col` (1-based) -> (path, 0-based line, 0-based column)."""
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        raise UsageError(f"%lsp: expected PATH:LINE:COL, got {text!r}")
+    try:
+        line, column = int(parts[1]), int(parts[2])
+    except ValueError:
+        raise UsageError(f"%lsp: LINE and COL must be numbers in {text!r}") from None
+    if line < 1 or column < 1:
+        raise UsageError(f"%lsp: LINE and COL are 1-based, got {text!r}")
+    return parts[0], line - 1, column - 1
+
+
+@magics_class
+class LspMagics(Magics):
+    def __init__(self, shell: Any, checks: CellChecks) -> None:
+        super().__init__(shell)
+        self.checks = checks
+
+    @line_magic
+    def lsp(self, line: str) -> Any:
+        """Language servers: %lsp status | list | install | which | start | stop | restart |
+        check | diagnostics | hover | definition | references | completions | symbols |
+        pending | on | off  (each with -h)."""
+        try:
+            args = _parser().parse_args(shlex.split(line))
+        except _HelpShown as shown:
+            return TextView(shown.text.rstrip())
+        except ValueError as exc:  # shlex: unbalanced quotes
+            raise UsageError(f"%lsp: {exc}") from None
+        if args.command is None:
+            return TextView(_parser().format_help().rstrip())
+        handler = getattr(self, "_" + args.command)
+        return handler(args)
+
+    # -- subcommands --------------------------------------------------------------------------
+
+    def _status(self, args: argparse.Namespace) -> TextView:
+        from ipylsp.lsp import locate, registry
+
+        service = self.checks.service
+        lines = []
+        rows = service.status()
+        for row in rows:
+            pid = f" pid {row.pid}" if row.pid else ""
+            lines.append(f"{row.server_id:<16} {row.state:<9} {row.root}{pid}  {row.detail}")
+        if not rows:
+            lines.append("no server running (servers start when a cell writes a file)")
+        data = locate.data_dir(service.settings)
+        installed = [s.id for s in registry.all_specs() if locate.is_installed(s, data)]
+        lines.append(f"installed: {', '.join(installed) or 'none'}")
+        lines.append(f"checking cell writes: {'on' if self.checks.config.enabled else 'off'}")
+        return TextView("\n".join(lines))
+
+    def _list(self, args: argparse.Namespace) -> TextView:
+        from ipylsp.lsp import locate, registry
+
+        data = locate.data_dir(self.checks.service.settings)
+        lines = []
+        for spec in registry.all_specs():
+            installed = locate.is_installed(spec, data)
+            if args.installed and not installed:
+                continue
+            state = "installed" if installed else "missing"
+            lines.append(f"{spec.id:<28} {state:<9} {', '.join(spec.languages)}")
+        return TextView("\n".join(lines))
+
+    def _which(self, args: argparse.Namespace) -> TextView:
+        from ipylsp.lsp import locate, registry
+
+        spec = registry.get(args.id)
+        if spec is None:
+            raise UsageError(f"%lsp which: unknown server {args.id!r} (see %lsp list)")
+        resolution = locate.resolve(spec, locate.data_dir(self.checks.service.settings))
+        if resolution.command is None:
+            reason = resolution.reason or "not installed"
+            return TextView(f"{spec.id}: {reason}. {registry.install_hint(spec)}")
+        return TextView(" ".join(resolution.command))
+
+    def _install(self, args: argparse.Namespace) -> TextView:
+        from ipylsp.ipython.progress import run_installs
+
+        return run_installs(self.checks.service.settings, args.ids, install_all=args.all)
+
+    def _start(self, args: argparse.Namespace) -> TextView:
+        started = self.checks.service.start(args.path)
+        return TextView("\n".join(started) or "no server serves this file")
+
+    def _stop(self, args: argparse.Namespace) -> TextView:
+        count = self.checks.service.stop(args.id)
+        return TextView(f"stopped {count} server{'s' if count != 1 else ''}")
+
+    def _restart(self, args: argparse.Namespace) -> TextView:
+        count = self.checks.service.restart(args.id)
+        return TextView(
+            f"restarted {count} server{'s' if count != 1 else ''} (they start on next use)"
+        )
+
+    def _check(self, args: argparse.Namespace) -> ReportView:
+        before = None
+        if args.before is not None:
+            try:
+                before = Path(args.before).read_bytes().decode("utf-8", "replace")
+            except OSError as exc:
+                raise UsageError(f"%lsp check: cannot read {args.before}: {exc.strerror}") from None
+        if not Path(args.path).exists() and before is None:
+            raise UsageError(f"%lsp check: no such file: {args.path}")
+        if args.all:
+            before = ""
+        report = self.checks.service.check(args.path, before=before)
+        overrides = {"severity": args.severity} if args.severity else {}
+        return ReportView(report, options_for(self.checks.config, **overrides),
+                          f"{args.path}: no new problems")
+
+    def _diagnostics(self, args: argparse.Namespace) -> ReportView:
+        report = self.checks.service.diagnostics(args.path)
+        return ReportView(report, options_for(self.checks.config),
+                          "no known problems" if report.files else "nothing checked yet")
+
+    def _feature(self, kind: str, position: str) -> TextView:
+        path, line, column = parse_position(position)
+        if not Path(path).exists():
+            raise UsageError(f"%lsp {kind}: no such file: {path}")
+        result = self.checks.service.feature(kind, path, line, column)
+        if result.error:
+            return TextView(f"{kind}: {result.error}")
+        if kind == "hover":
+            return TextView(result.text or "(no hover information)")
+        if kind == "completions":
+            return TextView("\n".join(result.items) or "(no completions)")
+        root = Path.cwd()
+        lines = [
+            f"{_show_path(loc.path, root)}:{loc.line + 1}:{loc.column + 1}"
+            for loc in result.locations
+        ]
+        return TextView("\n".join(lines) or f"(no {kind})")
+
+    def _hover(self, args: argparse.Namespace) -> TextView:
+        return self._feature("hover", args.position)
+
+    def _definition(self, args: argparse.Namespace) -> TextView:
+        return self._feature("definition", args.position)
+
+    def _references(self, args: argparse.Namespace) -> TextView:
+        return self._feature("references", args.position)
+
+    def _completions(self, args: argparse.Namespace) -> TextView:
+        return self._feature("completions", args.position)
+
+    def _symbols(self, args: argparse.Namespace) -> TextView:
+        if not Path(args.path).exists():
+            raise UsageError(f"%lsp symbols: no such file: {args.path}")
+        result = self.checks.service.feature("symbols", args.path)
+        if result.error:
+            return TextView(f"symbols: {result.error}")
+        lines = [
+            f"{'  ' * s.depth}{s.kind} {s.name} [{s.line + 1}:{s.column + 1}]"
+            for s in result.symbols
+        ]
+        return TextView("\n".join(lines) or "(no symbols)")
+
+    def _pending(self, args: argparse.Namespace) -> ReportView:
+        report, cut = self.checks.service.pending()
+        if cut:
+            from dataclasses import replace
+
+            report = replace(report, notes=(f"... and {cut} more pending",))
+        return ReportView(report, options_for(self.checks.config, severity="all"),
+                          "nothing pending")
+
+    def _on(self, args: argparse.Namespace) -> TextView:
+        self.checks.config.enabled = True
+        return TextView("ipylsp: checking files written by cells")
+
+    def _off(self, args: argparse.Namespace) -> TextView:
+        self.checks.config.enabled = False
+        return TextView("ipylsp: not checking files written by cells")
+
+
+def _show_path(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
