@@ -54,7 +54,10 @@ class Checker:
         disk_text = read_text(path)
         new_text = content if content is not None else disk_text
         known = self.known.get(path)
-        before_text = self._before_text(path, before, known)
+        # A preflight (`content=`) proposes an edit of the file as it is on disk now.
+        before_text = self._before_text(
+            path, before, known, disk_text if content is not None else None
+        )
         language_id = languages.language_id(path)
         display_root = _display_root(path)
         if language_id is None:
@@ -122,9 +125,13 @@ class Checker:
         before = syntax_diagnostics(path, before_text) if before_text else ()
         return before or (), after
 
-    def _before_text(self, path: Path, before: str | None, known: KnownFile | None) -> str:
+    def _before_text(
+        self, path: Path, before: str | None, known: KnownFile | None, on_disk: str | None
+    ) -> str:
         if before is not None:
             return before
+        if on_disk is not None:
+            return on_disk
         if known is not None:
             return known.text
         head = git_head_text(path)

@@ -102,7 +102,8 @@ class Service:
         """What the file's current text (or `content`, without writing it) introduced.
 
         `before` is the text before the edit; when omitted, the last text the service saw for
-        the file, else its git HEAD version, else empty (everything counts as new).
+        the file, else its git HEAD version, else empty (everything counts as new). For a
+        preflight (`content` given) it defaults to the file's text on disk: the proposed edit.
         """
         if content is not None and not isinstance(content, str):
             raise TypeError("content must be a str")
