@@ -495,9 +495,11 @@ class LanguageClient:
             raise self._timeout_error() from None
 
     def _timeout_error(self) -> ClientError:
+        # The detail continues the reason in reports: "timed out waiting for diagnostics".
+        detail = "waiting for diagnostics"
         if self.progress.busy:
-            return ClientError(UnknownReason.TIMED_OUT, f"busy: {self.progress.describe()}")
-        return ClientError(UnknownReason.TIMED_OUT, "no diagnostics within the wait budget")
+            detail += f" while the server was busy ({self.progress.describe()})"
+        return ClientError(UnknownReason.TIMED_OUT, detail)
 
     async def _pull(self, doc: OpenDocument, deadline: float) -> list[Any]:
         """Pull every registered identifier, retrying ContentModified / ServerCancelled."""
