@@ -318,3 +318,43 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(b")") + 2:].split()[0] not in (b"Z", b"X")
+
+
+def test_auto_install_runs_in_the_background_then_serves(
+    workspace: Path, service_factory: list[Service], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """install_strategy = "auto": the first check says "installing", a later one is served."""
+    from ipylsp.lsp import installers, locate
+
+    data_dir = workspace / "data"
+    spec = ServerSpec(
+        id="fake", name="Fake", languages=("shellscript",), command=("fake-lsp",),
+        install=InstallRecipe("pip", ("fake-lsp-package",)),
+    )
+    release = __import__("threading").Event()
+
+    def fake_install(spec: ServerSpec, data: Path, **_: object) -> installers.InstallResult:
+        release.wait(30)
+        binary = locate.venv_bin(data) / "fake-lsp"
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        binary.write_text("#!/bin/sh\nexec " + " ".join(fake_command()) + "\n")
+        binary.chmod(0o755)
+        return installers.InstallResult(spec.id, True, "installed fake-lsp")
+
+    monkeypatch.setattr(installers, "install", fake_install)
+    service = make(
+        service_factory,
+        Settings(language_servers={"shellscript": ("fake",)}, extra_specs=(spec,),
+                 install_strategy="auto", data_dir=data_dir),
+    )
+    path = workspace / "auto.sh"
+    path.write_text("ERROR:served\n")
+    first = service.check(path).files[0].unknown[0]
+    assert first.reason is UnknownReason.NOT_INSTALLED
+    assert first.detail == "installing now (install_strategy = auto); results from a later check"
+    second = service.check(path).files[0].unknown[0]
+    assert second.detail == "still installing (install_strategy = auto)"
+    release.set()
+    service._checker._installs["fake"].result(30)
+    locate.invalidate()
+    assert messages(service.check(path)) == [("auto.sh", 1, 1, "served")]

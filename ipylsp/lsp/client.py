@@ -385,8 +385,10 @@ class LanguageClient:
         except ConnectionLost:
             raise ClientError(UnknownReason.CRASHED, self._exit_description("lost")) from None
 
-    async def _open_or_change(self, path: Path, text: str, language_id: str) -> OpenDocument:
-        """Make the server see `text` for `path`; a new text gets a new version."""
+    async def _open_or_change(
+        self, path: Path, text: str, language_id: str, *, force: bool = False
+    ) -> OpenDocument:
+        """Make the server see `text` for `path`; a new text (or `force`) gets a new version."""
         uri = path_to_uri(path)
         doc = self.documents.get(uri)
         if doc is None:
@@ -398,7 +400,7 @@ class LanguageClient:
                 {"textDocument": {"uri": uri, "languageId": language_id, "version": 1,
                                   "text": text}},
             )
-        elif doc.text != text:
+        elif doc.text != text or force:
             doc.version += 1
             doc.text = text
             await self._send(
@@ -457,14 +459,22 @@ class LanguageClient:
         *,
         deadline: float,
         save: bool = False,
+        fresh: bool = False,
     ) -> tuple[int, tuple[Diagnostic, ...]]:
-        """Diagnostics of `text` as the document's current version: (version, diagnostics)."""
+        """Diagnostics of `text` as the document's current version: (version, diagnostics).
+
+        `fresh`: the answer must be computed now even if `text` is what the server already has
+        (another document changed). A pull always is; a push-only server would leave the last
+        push standing, so it gets the same text again as a new version and publishes for that.
+        """
         uri = path_to_uri(path)
         lock = self._locks.setdefault(uri, asyncio.Lock())
         async with lock:
             self.last_used = time.monotonic()
             push_mark = self._push_sequence
-            doc = await self._open_or_change(path, text, language_id)
+            doc = await self._open_or_change(
+                path, text, language_id, force=fresh and not self._pull_identifiers
+            )
             if save:
                 await self._save(doc)
             items = await self._await_items(doc, doc.version, push_mark, deadline)

@@ -21,6 +21,8 @@ class KnownFile:
 
     text: str
     results: dict[str, tuple[Diagnostic, ...]] = field(default_factory=dict)
+    missed: dict[str, str] = field(default_factory=dict)
+    """Servers that did not answer for `text`: the text their next delta starts from."""
 
 
 class TextTooLarge(Exception):

@@ -7,6 +7,7 @@ caller except bad arguments.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import time
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 from ipylsp.analysis import delta as delta_mod
 from ipylsp.analysis.model import Diagnostic, FileReport, Severity, Unknown, UnknownReason
 from ipylsp.analysis.syntax import syntax_diagnostics
-from ipylsp.lsp import languages, locate, pyenv, registry, roots
+from ipylsp.lsp import installers, languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.spec import ServerSpec
 from ipylsp.service.baseline import KnownFile, git_head_text, read_text
@@ -33,6 +34,7 @@ class ServerOutcome:
     spec: ServerSpec
     slot: Slot | None
     client: LanguageClient | None
+    before_text: str = ""
     baseline: tuple[Diagnostic, ...] = ()
     current: tuple[Diagnostic, ...] = ()
     unknown: Unknown | None = None
@@ -44,6 +46,10 @@ class Checker:
         self.pool = pool
         self.known: dict[Path, KnownFile] = {}
         self._reported_unknown: set[tuple[str, Path, UnknownReason]] = set()
+        self._installs: dict[str, concurrent.futures.Future[installers.InstallResult]] = {}
+        self._install_pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="ipylsp-install"
+        )
 
     # -- entry point --------------------------------------------------------------------------
 
@@ -73,8 +79,8 @@ class Checker:
                 await asyncio.gather(
                     *(
                         self._check_server(
-                            spec, path, language_id, before_text, new_text, known, content,
-                            deadline,
+                            spec, path, language_id, _server_before(spec, before_text, known),
+                            new_text, known, content, deadline,
                         )
                         for spec in specs
                     )
@@ -83,19 +89,19 @@ class Checker:
         introduced: list[Diagnostic] = []
         fixed: list[Diagnostic] = []
         current: list[Diagnostic] = []
-        pairs = [(o.baseline, o.current) for o in outcomes if o.unknown is None]
+        triples = [(o.before_text, o.baseline, o.current) for o in outcomes if o.unknown is None]
         # The syntax tier speaks when the servers were not asked or could not answer; when
         # they answered, they report the same syntax errors themselves.
-        if syntax_pair is not None and (len(pairs) < len(outcomes) or not outcomes):
-            pairs.append(syntax_pair)
-        for baseline, now in pairs:
-            result = delta_mod.compute_delta(before_text, new_text or "", baseline, now)
+        if syntax_pair is not None and (len(triples) < len(outcomes) or not outcomes):
+            triples.append((before_text, *syntax_pair))
+        for server_before, baseline, now in triples:
+            result = delta_mod.compute_delta(server_before, new_text or "", baseline, now)
             introduced.extend(result.introduced)
             fixed.extend(result.fixed)
             current.extend(now)
         unknown = tuple(o.unknown for o in outcomes if o.unknown is not None)
         if content is None:
-            self._roll_forward(path, new_text, outcomes)
+            self._roll_forward(path, new_text, outcomes, known)
         elif disk_text is not None:
             await self._restore(path, language_id, disk_text, outcomes)
         reports = [
@@ -155,9 +161,9 @@ class Checker:
     ) -> ServerOutcome:
         slot = self.slot_for(spec, path)
         if isinstance(slot, Unknown):
-            return ServerOutcome(spec, None, None, unknown=slot)
+            return ServerOutcome(spec, None, None, before_text, unknown=slot)
         root = slot.root
-        outcome = ServerOutcome(spec, slot, None)
+        outcome = ServerOutcome(spec, slot, None, before_text)
         for attempt in (1, 2):
             try:
                 await self._ask_server(
@@ -182,6 +188,8 @@ class Checker:
         gate = _display_root(path)
         if resolution.command is None:
             detail = resolution.reason or f"{spec.command[0]} not found"
+            if self.settings.install_strategy == "auto" and installers.installable(spec):
+                detail = self._auto_install(spec)
             return self._unknown(
                 spec, gate or path.parent, UnknownReason.NOT_INSTALLED, detail,
                 registry.install_hint(spec),
@@ -190,6 +198,22 @@ class Checker:
         return self.pool.find(spec.id, root) or self.pool.add(
             pyenv.for_server(spec, root, ceiling=gate), root, resolution.command
         )
+
+    def _auto_install(self, spec: ServerSpec) -> str:
+        """Start installing `spec` in a worker thread (once); say where that stands."""
+        future = self._installs.get(spec.id)
+        if future is None:
+            data = locate.data_dir(self.settings)
+            future = self._install_pool.submit(installers.install, spec, data)
+            future.add_done_callback(lambda _: locate.invalidate())
+            self._installs[spec.id] = future
+            return "installing now (install_strategy = auto); results from a later check"
+        if not future.done():
+            return "still installing (install_strategy = auto)"
+        result = future.result()
+        if result.ok:  # installed, but not found: say so rather than loop
+            return f"installed, but not found: {result.message}"
+        return f"automatic install failed: {result.message}"
 
     async def start_servers(self, path: Path, deadline: float) -> list[str]:
         """Acquire every server for `path`; a line per server saying how that went."""
@@ -256,19 +280,30 @@ class Checker:
         self._reported_unknown.add(key)
         return Unknown(spec.id, reason, detail, hint)
 
+    def close(self) -> None:
+        """Drop queued automatic installs (one already running finishes in its thread)."""
+        self._install_pool.shutdown(wait=False, cancel_futures=True)
+
     def forget_reported(self) -> None:
         self._reported_unknown.clear()
 
     # -- after the check ----------------------------------------------------------------------
 
     def _roll_forward(
-        self, path: Path, new_text: str | None, outcomes: list[ServerOutcome]
+        self,
+        path: Path,
+        new_text: str | None,
+        outcomes: list[ServerOutcome],
+        known: KnownFile | None,
     ) -> None:
+        """The new text becomes the baseline; a server that did not answer keeps the text it
+        last answered for (or the first one it missed), so it catches up on everything later."""
         if new_text is None:
             self.known.pop(path, None)
             return
         results = {o.spec.id: o.current for o in outcomes if o.unknown is None}
-        self.known[path] = KnownFile(new_text, results)
+        missed = {o.spec.id: o.before_text for o in outcomes if o.unknown is not None}
+        self.known[path] = KnownFile(new_text, results, missed)
 
     async def _restore(
         self, path: Path, language_id: str, disk_text: str, outcomes: list[ServerOutcome]
@@ -300,7 +335,7 @@ class Checker:
                 language_id = languages.language_id(other) or "plaintext"
                 try:
                     _, now = await client.diagnostics(
-                        other, known.text, language_id, deadline=deadline
+                        other, known.text, language_id, deadline=deadline, fresh=True
                     )
                 except ClientError:
                     continue
@@ -341,6 +376,13 @@ class Checker:
             unknown=unknown,
             servers=servers,
         )
+
+
+def _server_before(spec: ServerSpec, before_text: str, known: KnownFile | None) -> str:
+    """The text a server's delta starts from: the write's before, unless it missed writes."""
+    if known is not None and spec.id in known.missed:
+        return known.missed[spec.id]
+    return before_text
 
 
 def _introduces_errors(

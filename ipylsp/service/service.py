@@ -253,6 +253,7 @@ class Service:
             with contextlib.suppress(Exception):
                 loop.run(self._pool.close(), self._settings.shutdown_grace * 2 + 5)
             loop.stop()
+        self._checker.close()
 
     def __enter__(self) -> Service:
         return self
