@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from ipylsp.analysis.model import Report
+    from ipylsp.service.features import FeatureResult
     from ipylsp.service.pool import SlotStatus
     from ipylsp.service.service import Service
     from ipylsp.settings import Settings
@@ -61,6 +62,50 @@ def diagnostics(path: str | os.PathLike[str] | None = None) -> Report:
     return service().diagnostics(path)
 
 
+def pending() -> Report:
+    """Problems introduced by writes and not yet handed over; handing them over forgets them.
+
+    Errors first, at most 10 per file and 30 in all (a note says how many more there were).
+    """
+    import dataclasses
+
+    report, cut = service().pending()
+    if cut:
+        report = dataclasses.replace(report, notes=(f"... and {cut} more pending",))
+    return report
+
+
+def _feature(kind: str, path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
+    if not isinstance(line, int) or not isinstance(column, int) or line < 1 or column < 1:
+        raise ValueError("line and column are 1-based positive integers")
+    return service().feature(kind, path, line - 1, column - 1)
+
+
+def hover(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
+    """Hover text at a 1-based line and column (in characters); `str()` of it reads well."""
+    return _feature("hover", path, line, column)
+
+
+def definition(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
+    """Where the symbol at a 1-based position is defined."""
+    return _feature("definition", path, line, column)
+
+
+def references(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
+    """Every reference to the symbol at a 1-based position."""
+    return _feature("references", path, line, column)
+
+
+def completions(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
+    """Completion labels at a 1-based position."""
+    return _feature("completions", path, line, column)
+
+
+def symbols(path: str | os.PathLike[str]) -> FeatureResult:
+    """The file's symbols (nested ones indented)."""
+    return service().feature("symbols", path)
+
+
 def status() -> list[SlotStatus]:
     """Running, starting and broken servers per (server, root)."""
     return service().status()
@@ -85,4 +130,17 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
-__all__ = ["__version__", "check", "diagnostics", "format_report", "service", "status"]
+__all__ = [
+    "__version__",
+    "check",
+    "completions",
+    "definition",
+    "diagnostics",
+    "format_report",
+    "hover",
+    "pending",
+    "references",
+    "service",
+    "status",
+    "symbols",
+]

@@ -197,18 +197,7 @@ class LspMagics(Magics):
         if not Path(path).exists():
             raise UsageError(f"%lsp {kind}: no such file: {path}")
         result = self.checks.service.feature(kind, path, line, column)
-        if result.error:
-            return TextView(f"{kind}: {result.error}")
-        if kind == "hover":
-            return TextView(result.text or "(no hover information)")
-        if kind == "completions":
-            return TextView("\n".join(result.items) or "(no completions)")
-        root = Path.cwd()
-        lines = [
-            f"{_show_path(loc.path, root)}:{loc.line + 1}:{loc.column + 1}"
-            for loc in result.locations
-        ]
-        return TextView("\n".join(lines) or f"(no {kind})")
+        return TextView(result.format(Path.cwd()))
 
     def _hover(self, args: argparse.Namespace) -> TextView:
         return self._feature("hover", args.position)
@@ -226,13 +215,7 @@ class LspMagics(Magics):
         if not Path(args.path).exists():
             raise UsageError(f"%lsp symbols: no such file: {args.path}")
         result = self.checks.service.feature("symbols", args.path)
-        if result.error:
-            return TextView(f"symbols: {result.error}")
-        lines = [
-            f"{'  ' * s.depth}{s.kind} {s.name} [{s.line + 1}:{s.column + 1}]"
-            for s in result.symbols
-        ]
-        return TextView("\n".join(lines) or "(no symbols)")
+        return TextView(result.format(Path.cwd()))
 
     def _pending(self, args: argparse.Namespace) -> ReportView:
         report, cut = self.checks.service.pending()
@@ -250,10 +233,3 @@ class LspMagics(Magics):
     def _off(self, args: argparse.Namespace) -> TextView:
         self.checks.config.enabled = False
         return TextView("ipylsp: not checking files written by cells")
-
-
-def _show_path(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)

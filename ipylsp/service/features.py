@@ -66,6 +66,37 @@ class FeatureResult:
     symbols: tuple[Symbol, ...] = ()
     error: str = ""
 
+    def format(self, root: Path | None = None) -> str:
+        """The answer as people and agents read it: 1-based positions, paths relative to root."""
+        if self.error:
+            return f"{self.kind}: {self.error}"
+        if self.kind == "hover":
+            return self.text or "(no hover information)"
+        if self.kind == "completions":
+            return "\n".join(self.items) or "(no completions)"
+        if self.kind == "symbols":
+            lines = [
+                f"{'  ' * s.depth}{s.kind} {s.name} [{s.line + 1}:{s.column + 1}]"
+                for s in self.symbols
+            ]
+            return "\n".join(lines) or "(no symbols)"
+        lines = [
+            f"{_shown(loc.path, root)}:{loc.line + 1}:{loc.column + 1}" for loc in self.locations
+        ]
+        return "\n".join(lines) or f"(no {self.kind})"
+
+    def __str__(self) -> str:
+        return self.format(Path.cwd())
+
+
+def _shown(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return str(path)
+
 
 class FeatureError(Exception):
     pass
