@@ -26,7 +26,7 @@ _lock = threading.Lock()
 _service: Service | None = None
 
 
-def service(settings: Settings | None = None) -> Service:
+def get_service(settings: Settings | None = None) -> Service:
     """The process-wide `Service` (created on first use; `settings` only applies then)."""
     global _service
     with _lock:
@@ -54,12 +54,12 @@ def check(
     timeout: float | None = None,
 ) -> Report:
     """Problems the file's text (or `content`, not written) introduced relative to `before`."""
-    return service().check(path, content=content, before=before, timeout=timeout)
+    return get_service().check(path, content=content, before=before, timeout=timeout)
 
 
 def diagnostics(path: str | os.PathLike[str] | None = None) -> Report:
     """Last known diagnostics of one file or of every checked file (no server round trip)."""
-    return service().diagnostics(path)
+    return get_service().diagnostics(path)
 
 
 def pending() -> Report:
@@ -69,7 +69,7 @@ def pending() -> Report:
     """
     import dataclasses
 
-    report, cut = service().pending()
+    report, cut = get_service().pending()
     if cut:
         report = dataclasses.replace(report, notes=(f"... and {cut} more pending",))
     return report
@@ -78,7 +78,7 @@ def pending() -> Report:
 def _feature(kind: str, path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
     if not isinstance(line, int) or not isinstance(column, int) or line < 1 or column < 1:
         raise ValueError("line and column are 1-based positive integers")
-    return service().feature(kind, path, line - 1, column - 1)
+    return get_service().feature(kind, path, line - 1, column - 1)
 
 
 def hover(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
@@ -103,12 +103,12 @@ def completions(path: str | os.PathLike[str], line: int, column: int) -> Feature
 
 def symbols(path: str | os.PathLike[str]) -> FeatureResult:
     """The file's symbols (nested ones indented)."""
-    return service().feature("symbols", path)
+    return get_service().feature("symbols", path)
 
 
 def status() -> list[SlotStatus]:
     """Running, starting and broken servers per (server, root)."""
-    return service().status()
+    return get_service().status()
 
 
 def format_report(report: Report, **options: Any) -> str:
@@ -137,10 +137,10 @@ __all__ = [
     "definition",
     "diagnostics",
     "format_report",
+    "get_service",
     "hover",
     "pending",
     "references",
-    "service",
     "status",
     "symbols",
 ]

@@ -30,7 +30,7 @@ class CellChecks:
 
         self.shell = shell
         self.config = IPyLSP(parent=shell)
-        self.service = ipylsp.service(self.config.to_settings())
+        self.service = ipylsp.get_service(self.config.to_settings())
         self.service.configure(**_settings_changes(self.config))
         self.watcher = WriteWatcher(
             roots_filter=self._in_workspace,

@@ -1,0 +1,86 @@
+"""The top-level Python API on the process-wide service, with real ty and ruff."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import ipylsp
+from ipylsp.settings import Settings
+
+LIB = "def area(width: int, height: int) -> int:\n    return width * height\n"
+MAIN = "from lib import area\n\ntotal = area(2, 3)\nprint(total)\n"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[Path]:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "lib.py").write_text(LIB)
+    (tmp_path / "main.py").write_text(MAIN)
+    ipylsp._reset_service()
+    ipylsp.get_service(Settings(language_servers={"python": ("ty", "ruff")}))
+    yield tmp_path
+    ipylsp._reset_service()
+
+
+def test_check_then_pending_hands_over_once(workspace: Path) -> None:
+    main = workspace / "main.py"
+    assert ipylsp.check(main).files[0].diagnostics == ()
+    main.write_text(MAIN + "count: int = 'x'\nprint(missing)\n")
+    text = ipylsp.format_report(ipylsp.check(main))
+    assert text.splitlines() == [
+        '<diagnostics file="main.py">',
+        "ERROR [5:14] Object of type `Literal[\"x\"]` is not assignable to `int` "
+        "[invalid-assignment] (ty)",
+        "ERROR [6:7] Name `missing` used when not defined [unresolved-reference] (ty)",
+        "ERROR [6:7] Undefined name `missing` [F821] (Ruff)",
+        "</diagnostics>",
+    ]
+    pending = ipylsp.format_report(ipylsp.pending())
+    assert pending == text
+    assert ipylsp.pending().files == ()
+
+
+def test_pending_drops_what_a_later_write_fixed(workspace: Path) -> None:
+    main = workspace / "main.py"
+    ipylsp.check(main)
+    main.write_text(MAIN + "print(missing)\n")
+    ipylsp.check(main)
+    main.write_text(MAIN)
+    fixed = ipylsp.check(main)
+    assert ipylsp.format_report(fixed) == "fixed 2 errors in main.py"
+    assert ipylsp.pending().files == ()
+
+
+def test_language_features_take_and_give_one_based_positions(workspace: Path) -> None:
+    main = workspace / "main.py"
+    ipylsp.check(main)
+    hover = ipylsp.hover(main, 3, 9)
+    assert hover.error == ""
+    assert hover.text == "def area(\n    width: int,\n    height: int\n) -> int"
+    assert ipylsp.definition(main, 3, 9).format(workspace) == "lib.py:1:5"
+    assert sorted(ipylsp.references(workspace / "lib.py", 1, 5).format(workspace).split()) == [
+        "lib.py:1:5", "main.py:1:17", "main.py:3:9",
+    ]
+    assert "area" in ipylsp.completions(main, 3, 9).items
+    assert ipylsp.symbols(main).format(workspace).splitlines() == ["variable total [3:1]"]
+
+
+def test_bad_positions_are_rejected(workspace: Path) -> None:
+    with pytest.raises(ValueError, match="1-based"):
+        ipylsp.hover(workspace / "main.py", 0, 1)
+
+
+def test_import_is_cheap_and_starts_nothing() -> None:
+    code = (
+        "import sys, threading, ipylsp; "
+        "heavy = [m for m in ('asyncio', 'IPython', 'traitlets') if m in sys.modules]; "
+        "print(heavy, threading.active_count())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[] 1"
