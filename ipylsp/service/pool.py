@@ -89,7 +89,7 @@ class ClientPool:
             waited = time.monotonic() - slot.start_began
             raise ClientError(
                 UnknownReason.TIMED_OUT,
-                f"still starting: initialize unanswered after {waited:.0f} s",
+                f"after {waited:.0f} s, still starting (initialize unanswered)",
             )
         remaining = deadline - time.monotonic()
         try:
@@ -98,7 +98,8 @@ class ClientPool:
             slot.start_outlived_budget = True
             waited = time.monotonic() - slot.start_began
             raise ClientError(
-                UnknownReason.TIMED_OUT, f"initialize unanswered after {waited:.1f} s"
+                UnknownReason.TIMED_OUT,
+                f"after {waited:.1f} s, still starting (initialize unanswered)",
             ) from None
 
     async def _after_crash(self, slot: Slot, client: LanguageClient, deadline: float) -> None:
