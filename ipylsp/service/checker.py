@@ -10,7 +10,7 @@ import asyncio
 import concurrent.futures
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ipylsp.analysis import delta as delta_mod
@@ -38,6 +38,18 @@ class ServerOutcome:
     baseline: tuple[Diagnostic, ...] = ()
     current: tuple[Diagnostic, ...] = ()
     unknown: Unknown | None = None
+
+
+@dataclass(frozen=True)
+class FileWrite:
+    """What every server of one check is asked about."""
+
+    path: Path
+    language_id: str
+    new_text: str | None
+    known: KnownFile | None
+    preflight: bool
+    deadline: float
 
 
 class Checker:
@@ -75,13 +87,11 @@ class Checker:
         outcomes: list[ServerOutcome] = []
         if not blocked or self.settings.semantic_after_syntax_error:
             specs = registry.servers_for(path, self.settings, self.installed)
+            write = FileWrite(path, language_id, new_text, known, content is not None, deadline)
             outcomes = list(
                 await asyncio.gather(
                     *(
-                        self._check_server(
-                            spec, path, language_id, _server_before(spec, before_text, known),
-                            new_text, known, content, deadline,
-                        )
+                        self._check_server(spec, write, _server_before(spec, before_text, known))
                         for spec in specs
                     )
                 )
@@ -149,27 +159,16 @@ class Checker:
     # -- one server ---------------------------------------------------------------------------
 
     async def _check_server(
-        self,
-        spec: ServerSpec,
-        path: Path,
-        language_id: str,
-        before_text: str,
-        new_text: str | None,
-        known: KnownFile | None,
-        content: str | None,
-        deadline: float,
+        self, spec: ServerSpec, write: FileWrite, before_text: str
     ) -> ServerOutcome:
-        slot = self.slot_for(spec, path)
+        slot = self.slot_for(spec, write.path)
         if isinstance(slot, Unknown):
             return ServerOutcome(spec, None, None, before_text, unknown=slot)
         root = slot.root
         outcome = ServerOutcome(spec, slot, None, before_text)
         for attempt in (1, 2):
             try:
-                await self._ask_server(
-                    outcome, slot, path, language_id, before_text, new_text, known, content,
-                    deadline,
-                )
+                await self._ask_server(outcome, slot, write)
                 self.pool.record_success(slot)
                 return outcome
             except ClientError as exc:
@@ -231,33 +230,23 @@ class Checker:
             lines.append(f"{spec.id}: running (pid {client.pid}) for {slot.root}")
         return lines
 
-    async def _ask_server(
-        self,
-        outcome: ServerOutcome,
-        slot: Slot,
-        path: Path,
-        language_id: str,
-        before_text: str,
-        new_text: str | None,
-        known: KnownFile | None,
-        content: str | None,
-        deadline: float,
-    ) -> None:
+    async def _ask_server(self, outcome: ServerOutcome, slot: Slot, write: FileWrite) -> None:
         """Baseline (unless known) and current diagnostics from one server."""
-        spec = outcome.spec
-        client = outcome.client = await self.pool.acquire(slot, deadline)
-        if new_text is None:
+        spec, before_text, path = outcome.spec, outcome.before_text, write.path
+        client = outcome.client = await self.pool.acquire(slot, write.deadline)
+        if write.new_text is None:
             await client.close_document(path)
-            outcome.baseline = self._baseline_if_known(spec, before_text, known) or ()
+            outcome.baseline = self._baseline_if_known(spec, before_text, write.known) or ()
             return
-        baseline = self._baseline_if_known(spec, before_text, known)
+        baseline = self._baseline_if_known(spec, before_text, write.known)
         if baseline is None and before_text:
             _, baseline = await client.diagnostics(
-                path, before_text, language_id, deadline=deadline
+                path, before_text, write.language_id, deadline=write.deadline
             )
         outcome.baseline = baseline or ()
         _, outcome.current = await client.diagnostics(
-            path, new_text, language_id, deadline=deadline, save=content is None
+            path, write.new_text, write.language_id, deadline=write.deadline,
+            save=not write.preflight,
         )
 
     @staticmethod
@@ -355,7 +344,7 @@ class Checker:
                             (outcome.spec.id,),
                         )
                     )
-        return _merge_reports(reports)
+        return merge_reports(reports)
 
     @staticmethod
     def _file_report(
@@ -408,21 +397,21 @@ def display_path(path: Path, root: Path | None) -> str:
     return str(path)
 
 
-def _merge_reports(reports: list[FileReport]) -> list[FileReport]:
+def merge_reports(reports: list[FileReport]) -> list[FileReport]:
+    """One entry per path, in first-seen order; the parts of later entries appended."""
     merged: dict[Path, FileReport] = {}
     for report in reports:
         previous = merged.get(report.path)
         if previous is None:
             merged[report.path] = report
             continue
-        merged[report.path] = FileReport(
-            path=report.path,
-            display_path=report.display_path,
+        merged[report.path] = replace(
+            previous,
             diagnostics=previous.diagnostics + report.diagnostics,
             current=previous.current + report.current,
             fixed=previous.fixed + report.fixed,
             unknown=previous.unknown + report.unknown,
-            servers=previous.servers + report.servers,
+            servers=tuple(dict.fromkeys(previous.servers + report.servers)),
         )
     return list(merged.values())
 

@@ -17,7 +17,7 @@ from ipylsp.lsp import languages, registry
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.documents import path_to_uri, uri_to_path
 from ipylsp.service.baseline import read_text
-from ipylsp.service.checker import Checker
+from ipylsp.service.checker import Checker, display_path
 
 MAX_ITEMS = 100
 
@@ -81,21 +81,13 @@ class FeatureResult:
             ]
             return "\n".join(lines) or "(no symbols)"
         lines = [
-            f"{_shown(loc.path, root)}:{loc.line + 1}:{loc.column + 1}" for loc in self.locations
+            f"{display_path(loc.path, root)}:{loc.line + 1}:{loc.column + 1}"
+            for loc in self.locations
         ]
         return "\n".join(lines) or f"(no {self.kind})"
 
     def __str__(self) -> str:
         return self.format(Path.cwd())
-
-
-def _shown(path: Path, root: Path | None) -> str:
-    if root is not None:
-        try:
-            return path.relative_to(root).as_posix()
-        except ValueError:
-            pass
-    return str(path)
 
 
 class FeatureError(Exception):

@@ -15,14 +15,14 @@ import signal
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
-from ipylsp.service.checker import Checker
+from ipylsp.service.checker import Checker, merge_reports
 from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
 from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
@@ -163,7 +163,7 @@ class Service:
                         unknown=(Unknown("ipylsp", UnknownReason.FAILED, repr(exc)),),
                     )
                 )
-        return _merge(reports)
+        return merge_reports(reports)
 
     def feature(
         self,
@@ -260,25 +260,6 @@ class Service:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _merge(reports: Iterable[FileReport]) -> list[FileReport]:
-    """One entry per path, first occurrence first."""
-    merged: dict[Path, FileReport] = {}
-    for report in reports:
-        previous = merged.get(report.path)
-        if previous is None:
-            merged[report.path] = report
-        else:
-            merged[report.path] = replace(
-                previous,
-                diagnostics=previous.diagnostics + report.diagnostics,
-                current=previous.current + report.current,
-                fixed=previous.fixed + report.fixed,
-                unknown=previous.unknown + report.unknown,
-                servers=tuple(dict.fromkeys(previous.servers + report.servers)),
-            )
-    return list(merged.values())
 
 
 # -- cleanup at exit and on SIGTERM ---------------------------------------------------------------
