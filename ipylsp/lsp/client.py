@@ -385,10 +385,8 @@ class LanguageClient:
         except ConnectionLost:
             raise ClientError(UnknownReason.CRASHED, self._exit_description("lost")) from None
 
-    async def _open_or_change(
-        self, path: Path, text: str, language_id: str, *, force: bool = False
-    ) -> OpenDocument:
-        """Make the server see `text` for `path`; a new text (or `force`) gets a new version."""
+    async def _open_or_change(self, path: Path, text: str, language_id: str) -> OpenDocument:
+        """Make the server see `text` for `path`; a new text gets a new version."""
         uri = path_to_uri(path)
         doc = self.documents.get(uri)
         if doc is None:
@@ -400,7 +398,7 @@ class LanguageClient:
                 {"textDocument": {"uri": uri, "languageId": language_id, "version": 1,
                                   "text": text}},
             )
-        elif doc.text != text or force:
+        elif doc.text != text:
             doc.version += 1
             doc.text = text
             await self._send(
@@ -464,17 +462,22 @@ class LanguageClient:
         """Diagnostics of `text` as the document's current version: (version, diagnostics).
 
         `fresh`: the answer must be computed now even if `text` is what the server already has
-        (another document changed). A pull always is; a push-only server would leave the last
-        push standing, so it gets the same text again as a new version and publishes for that.
+        (another document changed). A pull always is. A push-only server would leave its last
+        push standing, and a change to the same text is not enough: clangd neither rebuilds nor
+        publishes for a text it has built, nor for a version it skipped. So it first builds the
+        text with one more newline (its diagnostics awaited and dropped), then the text again.
         """
         uri = path_to_uri(path)
         lock = self._locks.setdefault(uri, asyncio.Lock())
         async with lock:
             self.last_used = time.monotonic()
+            known = self.documents.get(uri)
+            if fresh and not self._pull_identifiers and known is not None and known.text == text:
+                push_mark = self._push_sequence
+                doc = await self._open_or_change(path, text + "\n", language_id)
+                await self._await_items(doc, doc.version, push_mark, deadline)
             push_mark = self._push_sequence
-            doc = await self._open_or_change(
-                path, text, language_id, force=fresh and not self._pull_identifiers
-            )
+            doc = await self._open_or_change(path, text, language_id)
             if save:
                 await self._save(doc)
             items = await self._await_items(doc, doc.version, push_mark, deadline)
