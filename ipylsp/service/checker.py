@@ -308,8 +308,11 @@ class Checker:
     async def _other_files(
         self, path: Path, outcomes: list[ServerOutcome], deadline: float
     ) -> list[FileReport]:
-        """Re-diagnose other open documents whose results we know; report what broke there."""
-        reports: list[FileReport] = []
+        """Re-diagnose other open documents whose results we know; report what broke there.
+
+        All at once: a push server rebuilds each document (twice, see `fresh`), and servers
+        build documents in parallel."""
+        jobs = []
         for outcome in outcomes:
             client = outcome.client
             if client is None or outcome.unknown is not None or not client.alive:
@@ -321,30 +324,32 @@ class Checker:
                 known = self.known.get(other)
                 if known is None or outcome.spec.id not in known.results:
                     continue
-                language_id = languages.language_id(other) or "plaintext"
-                try:
-                    _, now = await client.diagnostics(
-                        other, known.text, language_id, deadline=deadline, fresh=True
-                    )
-                except ClientError:
-                    continue
-                result = delta_mod.compute_delta(
-                    known.text, known.text, known.results[outcome.spec.id], now
-                )
-                known.results[outcome.spec.id] = now
-                if result.introduced or result.fixed:
-                    reports.append(
-                        self._file_report(
-                            other,
-                            _display_root(other),
-                            result.introduced,
-                            now,
-                            result.fixed,
-                            (),
-                            (outcome.spec.id,),
-                        )
-                    )
-        return merge_reports(reports)
+                jobs.append(self._other_file(client, outcome.spec.id, other, known, deadline))
+        reports = await asyncio.gather(*jobs)
+        return merge_reports([report for report in reports if report is not None])
+
+    async def _other_file(
+        self,
+        client: LanguageClient,
+        server_id: str,
+        other: Path,
+        known: KnownFile,
+        deadline: float,
+    ) -> FileReport | None:
+        language_id = languages.language_id(other) or "plaintext"
+        try:
+            _, now = await client.diagnostics(
+                other, known.text, language_id, deadline=deadline, fresh=True
+            )
+        except ClientError:
+            return None
+        result = delta_mod.compute_delta(known.text, known.text, known.results[server_id], now)
+        known.results[server_id] = now
+        if not (result.introduced or result.fixed):
+            return None
+        return self._file_report(
+            other, _display_root(other), result.introduced, now, result.fixed, (), (server_id,)
+        )
 
     @staticmethod
     def _file_report(
