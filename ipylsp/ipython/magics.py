@@ -227,9 +227,19 @@ class LspMagics(Magics):
                           "nothing pending")
 
     def _on(self, args: argparse.Namespace) -> TextView:
-        self.checks.config.enabled = True
+        self._set_enabled(True)
         return TextView("ipylsp: checking files written by cells")
 
     def _off(self, args: argparse.Namespace) -> TextView:
-        self.checks.config.enabled = False
+        self._set_enabled(False)
         return TextView("ipylsp: not checking files written by cells")
+
+    def _set_enabled(self, value: bool) -> None:
+        """What `%config IPyLSP.enabled = value` does: the shell's config remembers it too, so
+        a later `%reload_ext` (or unload + load) keeps the last word rather than an older one."""
+        from traitlets.config import Config
+
+        change = Config({"IPyLSP": {"enabled": value}})
+        if self.shell is not None:
+            self.shell.update_config(change)
+        self.checks.config.update_config(change)
