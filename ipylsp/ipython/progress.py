@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 
@@ -29,12 +30,21 @@ class ProgressLine:
         if not force and now - self._last < self.min_interval:
             return
         self._last = now
-        text = f"{self.title}: {message.strip()[:160]}"
+        text = f"{self.title}: {_plain(message)[:160]}"
         if self._handle is not None:
             self._handle.update({"text/plain": text}, raw=True)
 
     def callback(self) -> Callable[[str], None]:
         return lambda line: self.update(line) if line.strip() else None
+
+
+_FAILURE_TAIL = 10
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x1f\x7f]")
+
+
+def _plain(line: str) -> str:
+    """An installer's output line without colour codes or control characters."""
+    return _CONTROL.sub("", line).strip()
 
 
 def run_installs(settings: Settings, ids: list[str], *, install_all: bool) -> TextView:
@@ -51,12 +61,13 @@ def run_installs(settings: Settings, ids: list[str], *, install_all: bool) -> Te
             raise UsageError(f"%lsp install: unknown server(s): {', '.join(unknown)}")
         specs = [s for i in ids if (s := registry.get(i)) is not None]
     data = locate.data_dir(settings)
-    lines = []
+    lines: list[str] = []
     for spec in specs:
         progress = ProgressLine(f"installing {spec.id}")
         result = installers.install(spec, data, progress=progress.callback())
-        status = "installed" if result.ok else "FAILED"
-        progress.update(f"{status}: {result.message}", force=True)
-        lines.append(f"{spec.id}: {status}: {result.message}")
+        progress.update("done" if result.ok else "FAILED", force=True)
+        if not result.ok:  # the message points at the installer's output: show its tail
+            lines.extend(f"  {_plain(line)}" for line in result.output[-_FAILURE_TAIL:])
+        lines.append(result.message)  # names the server already
     locate.invalidate()
     return TextView("\n".join(lines))
