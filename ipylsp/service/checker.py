@@ -104,11 +104,20 @@ class Checker:
         # they answered, they report the same syntax errors themselves.
         if syntax_pair is not None and (len(triples) < len(outcomes) or not outcomes):
             triples.append((before_text, *syntax_pair))
+        # When the text before did not parse, what was wrong with it is what the syntax tier
+        # said (and showed); what the servers say about such a text is mostly the parse
+        # error's cascade ("fixed 3 errors" after one was shown).
+        syntax_fixed = syntax_pair is not None and any(
+            d.severity is Severity.ERROR for d in syntax_pair[0]
+        )
         for server_before, baseline, now in triples:
             result = delta_mod.compute_delta(server_before, new_text or "", baseline, now)
             introduced.extend(result.introduced)
-            fixed.extend(result.fixed)
+            if not syntax_fixed:
+                fixed.extend(result.fixed)
             current.extend(now)
+        if syntax_pair is not None and syntax_fixed:
+            fixed.extend(delta_mod.compute_delta(before_text, new_text or "", *syntax_pair).fixed)
         unknown = tuple(o.unknown for o in outcomes if o.unknown is not None)
         if content is None:
             self._roll_forward(path, new_text, outcomes, known)
