@@ -15,14 +15,15 @@ import signal
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
-from ipylsp.service.checker import Checker, merge_reports
+from ipylsp.lsp import roots
+from ipylsp.service.checker import Checker, display_path, merge_reports
 from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
 from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
@@ -126,12 +127,12 @@ class Service:
             reports = [
                 FileReport(
                     path=f.path,
-                    display_path=str(f.path),
+                    display_path=_shown(f.path),
                     unknown=(Unknown("ipylsp", UnknownReason.TIMED_OUT, "check timed out"),),
                 )
                 for f in files
             ]
-        report = Report(files=tuple(reports))
+        report = Report(files=tuple(reports), root=_common_root(r.path for r in reports))
         self._pending.record(report)
         return report
 
@@ -159,7 +160,7 @@ class Service:
                 reports.append(
                     FileReport(
                         path=item.path,
-                        display_path=str(item.path),
+                        display_path=_shown(item.path),
                         unknown=(Unknown("ipylsp", UnknownReason.FAILED, repr(exc)),),
                     )
                 )
@@ -200,13 +201,13 @@ class Service:
             files.append(
                 FileReport(
                     path=item,
-                    display_path=str(item),
+                    display_path=_shown(item),
                     diagnostics=everything,
                     current=everything,
                     servers=tuple(entry.results),
                 )
             )
-        return Report(files=tuple(files))
+        return Report(files=tuple(files), root=_common_root(f.path for f in files))
 
     # -- control ------------------------------------------------------------------------------
 
@@ -260,6 +261,17 @@ class Service:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _shown(path: Path) -> str:
+    """As reports show a path: relative to its workspace root, absolute outside one."""
+    return display_path(path, roots.workspace_gate(path))
+
+
+def _common_root(paths: Iterable[Path]) -> Path | None:
+    """The workspace root of every path, when they share one (a report's `root`)."""
+    found = {roots.workspace_gate(path) for path in paths}
+    return found.pop() if len(found) == 1 else None
 
 
 # -- cleanup at exit and on SIGTERM ---------------------------------------------------------------
