@@ -243,11 +243,15 @@ class Checker:
         """Baseline (unless known) and current diagnostics from one server."""
         spec, before_text, path = outcome.spec, outcome.before_text, write.path
         client = outcome.client = await self.pool.acquire(slot, write.deadline)
-        if write.new_text is None:
-            await client.close_document(path)
-            outcome.baseline = self._baseline_if_known(spec, before_text, write.known) or ()
-            return
         baseline = self._baseline_if_known(spec, before_text, write.known)
+        if write.new_text is None:  # deleted: everything it had is fixed
+            if baseline is None and before_text:  # a `before` the server has not seen
+                _, baseline = await client.diagnostics(
+                    path, before_text, write.language_id, deadline=write.deadline
+                )
+            await client.close_document(path)
+            outcome.baseline = baseline or ()
+            return
         if baseline is None and before_text:
             _, baseline = await client.diagnostics(
                 path, before_text, write.language_id, deadline=write.deadline
