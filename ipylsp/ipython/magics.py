@@ -118,7 +118,8 @@ class LspMagics(Magics):
         rows = service.status()
         for row in rows:
             pid = f" pid {row.pid}" if row.pid else ""
-            lines.append(f"{row.server_id:<16} {row.state:<9} {row.root}{pid}  {row.detail}")
+            detail = f"  {row.detail}" if row.detail and row.detail != row.state else ""
+            lines.append(f"{row.server_id:<16} {row.state:<9} {row.root}{pid}{detail}")
         if not rows:
             lines.append("no server running (servers start when a cell writes a file)")
         data = locate.data_dir(service.settings)
