@@ -25,8 +25,20 @@ class _HelpShown(Exception):
         self.text = text
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Help lands in a cell's output, not a terminal: one width wherever the kernel runs
+    (argparse would wrap to the kernel process's COLUMNS)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=78)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting the kernel."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
@@ -41,34 +53,39 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> _Parser:
     parser = _Parser(prog="%lsp", description="Language servers for this notebook.")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
-    sub.add_parser("status", help="running, starting and broken servers; installed ones")
-    listing = sub.add_parser("list", help="every server ipylsp knows")
+
+    def add(name: str, summary: str) -> _Parser:  # the summary heads `%lsp NAME -h` too
+        command: _Parser = sub.add_parser(name, help=summary, description=summary)
+        return command
+
+    add("status", "running, starting and broken servers; installed ones")
+    listing = add("list", "every server ipylsp knows")
     listing.add_argument("--installed", action="store_true")
-    install = sub.add_parser("install", help="install servers into ipylsp's data dir")
+    install = add("install", "install servers into ipylsp's data dir")
     install.add_argument("ids", nargs="*", metavar="ID")
     install.add_argument("--all", action="store_true")
-    which = sub.add_parser("which", help="the command ipylsp runs for a server")
+    which = add("which", "the command ipylsp runs for a server")
     which.add_argument("id")
-    start = sub.add_parser("start", help="start the servers for a file now")
+    start = add("start", "start the servers for a file now")
     start.add_argument("path")
     for name in ("stop", "restart"):
-        cmd = sub.add_parser(name, help=f"{name} servers (all, or one id)")
+        cmd = add(name, f"{name} servers (all, or one id)")
         cmd.add_argument("id", nargs="?")
-    check = sub.add_parser("check", help="what a file's text introduced (all, with --all)")
+    check = add("check", "what a file's text introduced (all, with --all)")
     check.add_argument("path")
     check.add_argument("--before", metavar="FILE", help="the text before the edit")
     check.add_argument("--all", action="store_true", help="every problem, not only new ones")
     check.add_argument("--severity", choices=("error", "warning", "all"))
-    diagnostics = sub.add_parser("diagnostics", help="last known diagnostics (no round trip)")
+    diagnostics = add("diagnostics", "last known diagnostics (no round trip)")
     diagnostics.add_argument("path", nargs="?")
     for name in FEATURES:
-        cmd = sub.add_parser(name, help=f"{name} at PATH:LINE:COL (1-based)")
+        cmd = add(name, f"{name} at PATH:LINE:COL (1-based)")
         cmd.add_argument("position", metavar="PATH:LINE:COL")
-    symbols = sub.add_parser("symbols", help="the symbols of a file")
+    symbols = add("symbols", "the symbols of a file")
     symbols.add_argument("path")
-    sub.add_parser("pending", help="problems not yet handed over, then forget them")
-    sub.add_parser("on", help="check files written by cells")
-    sub.add_parser("off", help="stop checking files written by cells")
+    add("pending", "problems not yet handed over, then forget them")
+    add("on", "check files written by cells")
+    add("off", "stop checking files written by cells")
     return parser
 
 
