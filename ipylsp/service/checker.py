@@ -106,9 +106,12 @@ class Checker:
             triples.append((before_text, *syntax_pair))
         # When the text before did not parse, what was wrong with it is what the syntax tier
         # said (and showed); what the servers say about such a text is mostly the parse
-        # error's cascade ("fixed 3 errors" after one was shown).
-        syntax_fixed = syntax_pair is not None and any(
-            d.severity is Severity.ERROR for d in syntax_pair[0]
+        # error's cascade ("fixed 3 errors" after one was shown). Not with
+        # semantic_after_syntax_error: then the servers' answer was what was shown.
+        syntax_fixed = (
+            not self.settings.semantic_after_syntax_error
+            and syntax_pair is not None
+            and any(d.severity is Severity.ERROR for d in syntax_pair[0])
         )
         for server_before, baseline, now in triples:
             result = delta_mod.compute_delta(server_before, new_text or "", baseline, now)
