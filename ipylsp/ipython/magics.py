@@ -60,29 +60,35 @@ def _parser() -> _Parser:
 
     add("status", "running, starting and broken servers; installed ones")
     listing = add("list", "every server ipylsp knows")
-    listing.add_argument("--installed", action="store_true")
+    listing.add_argument("--installed", action="store_true", help="only the installed ones")
     install = add("install", "install servers into ipylsp's data dir")
-    install.add_argument("ids", nargs="*", metavar="ID")
-    install.add_argument("--all", action="store_true")
+    install.add_argument("ids", nargs="*", metavar="ID", help="server ids (see %%lsp list)")
+    install.add_argument(
+        "--all", action="store_true", help="every server with a pip or npm recipe"
+    )
     which = add("which", "the command ipylsp runs for a server")
-    which.add_argument("id")
+    which.add_argument("id", help="a server id (see %%lsp list)")
     start = add("start", "start the servers for a file now")
-    start.add_argument("path")
+    start.add_argument("path", help="a file (it need not exist yet)")
     for name in ("stop", "restart"):
         cmd = add(name, f"{name} servers (all, or one id)")
-        cmd.add_argument("id", nargs="?")
+        cmd.add_argument("id", nargs="?", help="a server id (default: all)")
     check = add("check", "what a file's text introduced (all, with --all)")
-    check.add_argument("path")
+    check.add_argument("path", help="the file")
     check.add_argument("--before", metavar="FILE", help="the text before the edit")
     check.add_argument("--all", action="store_true", help="every problem, not only new ones")
-    check.add_argument("--severity", choices=("error", "warning", "all"))
+    check.add_argument(
+        "--severity", choices=("error", "warning", "all"), help="default: IPyLSP.severity"
+    )
     diagnostics = add("diagnostics", "last known diagnostics (no round trip)")
-    diagnostics.add_argument("path", nargs="?")
+    diagnostics.add_argument("path", nargs="?", help="one file (default: all checked)")
     for name in FEATURES:
         cmd = add(name, f"{name} at PATH:LINE:COL (1-based)")
-        cmd.add_argument("position", metavar="PATH:LINE:COL")
+        cmd.add_argument(
+            "position", metavar="PATH:LINE:COL", help="1-based line and column (characters)"
+        )
     symbols = add("symbols", "the symbols of a file")
-    symbols.add_argument("path")
+    symbols.add_argument("path", help="the file")
     add("pending", "problems not yet handed over, then forget them")
     add("on", "check files written by cells")
     add("off", "stop checking files written by cells")
