@@ -169,9 +169,13 @@ class ClientPool:
         ]
 
     async def stop(self, server_id: str | None = None, root: Path | None = None) -> int:
+        """Stop matching servers; the number that were running or starting."""
         slots = self._matching(server_id, root)
+        live = sum(
+            1 for s in slots if s.starting is not None or (s.client is not None and s.client.alive)
+        )
         await asyncio.gather(*(self._stop_slot(slot) for slot in slots))
-        return len(slots)
+        return live
 
     async def restart(self, server_id: str | None = None, root: Path | None = None) -> int:
         """Stop and forget the slots (clearing broken marks); the next use starts afresh."""
