@@ -15,7 +15,7 @@ import pytest
 
 from ipylsp.analysis.model import Diagnostic, UnknownReason
 from ipylsp.lsp.client import ClientError, ClientState, LanguageClient
-from ipylsp.lsp.process import descendants
+from ipylsp.lsp.process import descendants, running
 from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 
@@ -167,7 +167,7 @@ def test_hang_on_initialize_times_out_and_leaves_no_process(tmp_path: Path) -> N
         assert time.monotonic() - t0 < 5
         assert caught.value.reason is UnknownReason.TIMED_OUT
         assert client.state is ClientState.BROKEN
-        assert client.pid is not None and not _alive(client.pid)
+        assert client.pid is not None and not running(client.pid)
 
     run(body)
 
@@ -226,7 +226,7 @@ def test_protocol_garbage_breaks_the_connection_cleanly(
         assert caught.value.reason in (UnknownReason.CRASHED, UnknownReason.TIMED_OUT)
         assert client._endpoint is not None
         assert expected in (client._endpoint.close_reason or "")
-        assert client.pid is not None and not _alive(client.pid)
+        assert client.pid is not None and not running(client.pid)
 
     run(body)
 
@@ -272,7 +272,7 @@ def test_message_over_the_cap_breaks_the_connection(tmp_path: Path) -> None:
                                          deadline=deadline())
             assert caught.value.reason is UnknownReason.CRASHED
             assert "exceeds the limit of 1048576 bytes" in caught.value.detail
-            assert client.pid is not None and not _alive(client.pid)
+            assert client.pid is not None and not running(client.pid)
         finally:
             await client.stop()
 
@@ -314,8 +314,8 @@ def test_stop_kills_a_server_that_ignores_exit_and_sigterm_with_its_children(
         assert children, "the fake server should have spawned a child"
         await client.stop()
         assert client.state is ClientState.STOPPED
-        assert not _alive(pid)
-        assert not any(_alive(child) for child in children)
+        assert not running(pid)
+        assert not any(running(child) for child in children)
 
     run(body)
 
@@ -343,14 +343,5 @@ def test_missing_binary_is_not_installed(tmp_path: Path) -> None:
     run(body)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(b")") + 2:].split()[0] not in (b"Z", b"X")
-
-
 def test_alive_helper_sees_this_process() -> None:
-    assert _alive(os.getpid())
+    assert running(os.getpid())

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ipylsp.analysis.model import Report, UnknownReason
-from ipylsp.lsp.process import descendants
+from ipylsp.lsp.process import descendants, running
 from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.service.service import FileCheck, Service
 from ipylsp.settings import Settings
@@ -276,7 +276,7 @@ def test_close_stops_every_server_and_is_idempotent(
     tree = [pid, *descendants(pid)]
     service.close()
     service.close()
-    assert not any(_alive(p) for p in tree)
+    assert not any(running(p) for p in tree)
     with pytest.raises(RuntimeError, match="closed"):
         service.check(path)
 
@@ -292,7 +292,7 @@ def test_no_server_outlives_the_python_process(workspace: Path, how: str) -> Non
         s = Service(settings("--spawn-child", "--leave-child"))
         s.check({str(workspace / "p.sh")!r})
         pids = s.server_pids()
-        from ipylsp.lsp.process import descendants
+        from ipylsp.lsp.process import descendants, running
         print(" ".join(str(p) for pid in pids for p in [pid, *descendants(pid)]), flush=True)
         if {how!r} == "exception":
             raise SystemExit("boom") from ValueError("x")
@@ -306,18 +306,9 @@ def test_no_server_outlives_the_python_process(workspace: Path, how: str) -> Non
     pids = [int(p) for p in done.stdout.split()]
     assert len(pids) >= 2, done.stderr
     deadline = time.monotonic() + 5
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(running(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)  # the watchdog acts asynchronously after the parent's death
-    assert [p for p in pids if _alive(p)] == []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(b")") + 2:].split()[0] not in (b"Z", b"X")
+    assert [p for p in pids if running(p)] == []
 
 
 def test_auto_install_runs_in_the_background_then_serves(

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -129,14 +130,46 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
-    """Signal the process group led by `pid` and every descendant that left it."""
-    targets = descendants(pid)
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """/proc/PID/stat after the command name: [state, ppid, pgrp, ...], or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        return stat[stat.rindex(b")") + 2 :].split()
+    except (OSError, ValueError):
+        return None
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a killed process is dead once it is a zombie)."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in (b"Z", b"X")
+
+
+def group_members(pgid: int) -> list[int]:
+    """Processes of a process group, the leader's orphaned children included (Linux /proc)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    members = []
+    for entry in entries:
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields is not None and len(fields) > 2 and fields[2] == str(pgid).encode():
+                members.append(int(entry))
+    return members
+
+
+def kill_tree(pid: int, sig: int = signal.SIGKILL) -> list[int]:
+    """Signal the process group led by `pid` and every descendant that left it; the targets."""
+    targets = sorted({*descendants(pid), *group_members(pid)} - {pid})
     with contextlib.suppress(OSError):
         os.killpg(pid, sig)
     for target in targets:
         with contextlib.suppress(OSError):
             os.kill(target, sig)
+    return targets
 
 
 class ServerProcess:
@@ -182,9 +215,12 @@ class ServerProcess:
         return True
 
     async def kill(self) -> None:
-        """Kill the process tree and reap it."""
-        kill_tree(self.pid, signal.SIGKILL)
+        """Kill the process tree; return once the server is reaped and the rest are dead."""
+        others = kill_tree(self.pid, signal.SIGKILL)
         await self.wait(5.0)
+        deadline = time.monotonic() + 2.0
+        while any(running(p) for p in others) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)  # SIGKILL is delivered asynchronously: poll /proc
         Watchdog.get().forget(self.pid)
         transport = getattr(self.proc, "_transport", None)  # close pipes now, not at GC time
         if transport is not None:
