@@ -1,0 +1,315 @@
+"""`ipylsp` on the command line: check (exit 0 clean, 1 problems, 2 unknown or failure), status,
+list, which. In process through `main([...], out=...)`, and once as the installed script.
+
+`check` runs against clangd (on PATH, one server per C file, stable messages) with an empty
+`--data-dir`, so the servers in ipylsp's real data dir do not change what is expected.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ipylsp.cli import EXIT_CLEAN, EXIT_FAILURE, EXIT_PROBLEMS, main
+from ipylsp.lsp import installers, locate, registry
+from ipylsp.settings import Settings
+
+VENV_BIN = Path(sys.executable).parent
+SCRIPT = VENV_BIN / "ipylsp"
+
+BAD_C = "int main(void) {\n  1;\n  return missing;\n}\n"
+GOOD_C = "int main(void) {\n  return 0;\n}\n"
+MISSING = "ERROR [3:10] Use of undeclared identifier 'missing' [undeclared_var_use] (clang)"
+UNUSED = "WARN [2:3] Expression result unused [-Wunused-value] (clang)"
+
+needs_clangd = pytest.mark.skipif(shutil.which("clangd") is None, reason="clangd not on PATH")
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git workspace as the current directory, and an empty ipylsp data dir beside it."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+def run(ws: Path, *argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(["--data-dir", str(ws.parent / "data"), *argv], out=out)
+    return code, out.getvalue()
+
+
+def block(path: str, *lines: str) -> str:
+    return "\n".join([f'<diagnostics file="{path}">', *lines, "</diagnostics>"]) + "\n"
+
+
+# --- check ------------------------------------------------------------------------------------
+
+
+@needs_clangd
+def test_check_exit_codes_and_text(ws: Path) -> None:
+    (ws / "good.c").write_text(GOOD_C)
+    (ws / "src").mkdir()
+    (ws / "src" / "bad.c").write_text(BAD_C)
+    assert run(ws, "check", "good.c") == (EXIT_CLEAN, "")
+    # Paths are shown relative to the workspace root; errors only by default.
+    assert run(ws, "check", "src/bad.c") == (EXIT_PROBLEMS, block("src/bad.c", MISSING))
+    # From another directory, the same path is shown the same way.
+    os.chdir(ws / "src")
+    assert run(ws, "check", "bad.c", "../good.c") == (EXIT_PROBLEMS, block("src/bad.c", MISSING))
+
+
+@needs_clangd
+def test_check_severity(ws: Path) -> None:
+    (ws / "warn.c").write_text("int main(void) {\n  1;\n  return 0;\n}\n")
+    (ws / "bad.c").write_text(BAD_C)
+    # A warning is not a problem unless asked for.
+    assert run(ws, "check", "warn.c") == (EXIT_CLEAN, "")
+    assert run(ws, "check", "--severity", "warning", "warn.c") == (
+        EXIT_PROBLEMS, block("warn.c", UNUSED),
+    )
+    # Errors first, then warnings.
+    assert run(ws, "check", "--severity", "all", "bad.c") == (
+        EXIT_PROBLEMS, block("bad.c", MISSING, UNUSED),
+    )
+
+
+@needs_clangd
+def test_check_json(ws: Path) -> None:
+    (ws / "bad.c").write_text(BAD_C)
+    code, out = run(ws, "check", "--json", "bad.c")
+    assert code == EXIT_PROBLEMS
+    assert json.loads(out) == {
+        "schema": "ipylsp.diagnostics/1",
+        "root": str(ws),
+        "severity": "error",
+        "files": [
+            {
+                "path": "bad.c",
+                "absolute_path": str(ws / "bad.c"),
+                "servers": ["clangd"],
+                "diagnostics": [
+                    {
+                        "severity": "error", "line": 3, "column": 10, "end_line": 3,
+                        "end_column": 17, "message": "Use of undeclared identifier 'missing'",
+                        "code": "undeclared_var_use", "source": "clang", "server": "clangd",
+                    }
+                ],
+                "fixed": [],
+                "fixed_count": 0,
+                "unknown": [],
+                "omitted": 0,
+            }
+        ],
+        "notes": [],
+        # The summary counts what was introduced at any severity; `shown` what passed.
+        "summary": {"errors": 1, "warnings": 1, "fixed": 0, "unknown": 0, "shown": 1,
+                    "omitted": 0},
+    }
+    code, out = run(ws, "check", "--json", "--severity", "warning", "bad.c")
+    data = json.loads(out)
+    assert [d["message"] for d in data["files"][0]["diagnostics"]] == [
+        "Use of undeclared identifier 'missing'", "Expression result unused",
+    ]
+    assert data["severity"] == "warning" and data["summary"]["shown"] == 2
+
+
+@needs_clangd
+def test_check_before(ws: Path, tmp_path: Path) -> None:
+    old = tmp_path / "old.c"
+    old.write_text("int main(void) {\n  return missing;\n}\n")
+    # The old error moved down a line; nothing else changed: clean.
+    (ws / "app.c").write_text("int main(void) {\n\n  return missing;\n}\n")
+    assert run(ws, "check", "app.c", "--before", str(old)) == (EXIT_CLEAN, "")
+    # A new error beside it: only the new one.
+    (ws / "app.c").write_text("int main(void) {\n\n  return missing + other;\n}\n")
+    assert run(ws, "check", "app.c", "--before", str(old)) == (
+        EXIT_PROBLEMS,
+        block("app.c", "ERROR [3:20] Use of undeclared identifier 'other' "
+                       "[undeclared_var_use] (clang)"),
+    )
+    # The old error fixed: said outside any block, and that is not a problem.
+    (ws / "app.c").write_text("int main(void) {\n  return 0;\n}\n")
+    assert run(ws, "check", "app.c", "--before", str(old)) == (
+        EXIT_CLEAN, "fixed 1 error in app.c\n",
+    )
+    # The file deleted: its errors are fixed.
+    (ws / "app.c").unlink()
+    assert run(ws, "check", "app.c", "--before", str(old)) == (
+        EXIT_CLEAN, "fixed 1 error in app.c\n",
+    )
+
+
+def test_check_failures_exit_2(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (ws / "a.c").write_text(GOOD_C)
+    (ws / "b.c").write_text(GOOD_C)
+    assert run(ws, "check", "nope.c") == (EXIT_FAILURE, "")
+    assert capsys.readouterr().err == "ipylsp check: no such file: nope.c\n"
+    assert run(ws, "check", "a.c", "--before", "missing-old.c") == (EXIT_FAILURE, "")
+    assert capsys.readouterr().err == (
+        "ipylsp check: cannot read missing-old.c: No such file or directory\n"
+    )
+    assert run(ws, "check", "a.c", "b.c", "--before", "a.c") == (EXIT_FAILURE, "")
+    assert capsys.readouterr().err == "ipylsp check: --before takes exactly one PATH\n"
+    with pytest.raises(SystemExit) as exc:
+        run(ws, "check", "--severity", "loud", "a.c")
+    assert exc.value.code == 2
+
+
+@needs_clangd
+def test_check_unknown_exits_2_never_clean(ws: Path) -> None:
+    (ws / "good.c").write_text(GOOD_C)
+    code, out = run(ws, "check", "--timeout", "0.001", "good.c")
+    assert code == EXIT_FAILURE
+    lines = out.splitlines()
+    assert lines[0] == '<diagnostics file="good.c">' and lines[-1] == "</diagnostics>"
+    [unknown] = lines[1:-1]
+    assert unknown.startswith("UNKNOWN [clangd] timed out ")
+    assert unknown.endswith(": results for this file are incomplete")
+
+
+def test_check_missing_server_exits_2(ws: Path) -> None:
+    spec = registry.get("zls")
+    assert spec is not None
+    if locate.resolve_command(spec, ws.parent / "data") is not None:
+        pytest.skip("zls is installed here")
+    (ws / "main.zig").write_text("pub fn main() void {}\n")
+    code, out = run(ws, "check", "main.zig")
+    assert code == EXIT_FAILURE
+    lines = out.splitlines()
+    assert lines[0] == '<diagnostics file="main.zig">' and lines[-1] == "</diagnostics>"
+    [unknown] = lines[1:-1]
+    assert unknown.startswith("UNKNOWN [zls] not installed ")
+    assert unknown.endswith(f"; {installers.install_hint(spec)}")
+
+
+def test_check_python_syntax_error_at_once(ws: Path) -> None:
+    (ws / "broken.py").write_text("x = [1,\n")
+    assert run(ws, "check", "broken.py") == (
+        EXIT_PROBLEMS,
+        block("broken.py", "ERROR [1:5] '[' was never closed [SyntaxError] (ipylsp-syntax)"),
+    )
+
+
+def test_check_python_with_whatever_servers_are_installed(ws: Path) -> None:
+    """Which Python servers run depends on the machine (the first installed of basedpyright,
+    pyright, ty, plus ruff): a clean file is clean and an undefined name is found."""
+    (ws / "good.py").write_text("def f(x: int) -> int:\n    return x\n")
+    (ws / "bad.py").write_text("def f(x: int) -> int:\n    return x\n\n\nprint(missing)\n")
+    assert run(ws, "check", "good.py") == (EXIT_CLEAN, "")
+    code, out = run(ws, "check", "bad.py")
+    assert code == EXIT_PROBLEMS, out
+    lines = out.splitlines()
+    assert lines[0] == '<diagnostics file="bad.py">' and lines[-1] == "</diagnostics>"
+    assert lines[1:-1] and all(line.startswith("ERROR [5:7] ") for line in lines[1:-1])
+
+
+@needs_clangd
+def test_check_as_a_real_process(ws: Path) -> None:
+    (ws / "bad.c").write_text(BAD_C)
+    done = subprocess.run(
+        [str(SCRIPT), "--data-dir", str(ws.parent / "data"), "check", "bad.c"],
+        cwd=ws, capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        EXIT_PROBLEMS, block("bad.c", MISSING), "",
+    )
+    done = subprocess.run(
+        [str(SCRIPT), "--data-dir", str(ws.parent / "data"), "check", "--json", "bad.c"],
+        cwd=ws, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == EXIT_PROBLEMS
+    assert json.loads(done.stdout)["summary"]["shown"] == 1
+
+
+# --- status, list, which ----------------------------------------------------------------------
+
+
+def test_status(ws: Path) -> None:
+    code, out = run(ws, "status")
+    assert code == EXIT_CLEAN
+    *rows, summary = out.splitlines()
+    specs = registry.all_specs()
+    assert [row.split()[0] for row in rows] == [spec.id for spec in specs]
+    installed = [row for row in rows if row.split()[1] == "installed"]
+    assert summary == f"{len(installed)} of {len(specs)} servers installed"
+    width = max(len(spec.id) for spec in specs)
+    ty_row = next(row for row in rows if row.split()[0] == "ty")
+    assert ty_row == f"{'ty':<{width}}  {'installed':<9}  {'python':<24}  {VENV_BIN}/ty server"
+    # pyright lives in ipylsp's data dir, which is empty here: missing, with the install hint.
+    if shutil.which("pyright-langserver") is None:
+        pyright = registry.get("pyright")
+        assert pyright is not None
+        row = next(row for row in rows if row.split()[0] == "pyright")
+        assert row == (
+            f"{'pyright':<{width}}  {'missing':<9}  {'python':<24}  "
+            f"{installers.install_hint(pyright)}"
+        )
+
+
+def test_list(ws: Path) -> None:
+    code, out = run(ws, "list")
+    assert code == EXIT_CLEAN
+    data_dir = ws.parent / "data"
+    assert out.splitlines() == [
+        f"{spec.id}\t{','.join(spec.languages)}\t"
+        + ("installed" if locate.resolve_command(spec, data_dir) else "missing")
+        for spec in registry.all_specs()
+    ]
+    code, out = run(ws, "list", "--installed")
+    assert code == EXIT_CLEAN
+    rows = out.splitlines()
+    assert "ty\tpython\tinstalled" in rows and "ruff\tpython\tinstalled" in rows
+    assert all(row.endswith("\tinstalled") for row in rows)
+    # The data dir is part of the answer: pyright is installed only in the real one.
+    if shutil.which("pyright-langserver") is None:
+        assert not any(row.startswith("pyright\t") for row in rows)
+
+
+def test_which(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(ws, "which", "ty") == (EXIT_CLEAN, f"{VENV_BIN}/ty server\n")
+    assert run(ws, "which", "ruff") == (EXIT_CLEAN, f"{VENV_BIN}/ruff server\n")
+    if shutil.which("pyright-langserver") is None:
+        pyright = registry.get("pyright")
+        assert pyright is not None
+        assert run(ws, "which", "pyright") == (
+            EXIT_FAILURE, f"pyright: not installed. {installers.install_hint(pyright)}\n",
+        )
+    assert run(ws, "which", "no-such-server") == (EXIT_FAILURE, "")
+    assert capsys.readouterr().err == (
+        "ipylsp: unknown server 'no-such-server' (see 'ipylsp list')\n"
+    )
+
+
+def test_which_in_the_real_data_dir() -> None:
+    """Without --data-dir, ipylsp's own data dir is searched (where `ipylsp install` puts
+    servers)."""
+    spec = registry.get("pyright")
+    assert spec is not None
+    command = locate.resolve_command(spec, locate.data_dir(Settings()))
+    out = io.StringIO()
+    code = main(["which", "pyright"], out=out)
+    if command is None:
+        assert code == EXIT_FAILURE
+    else:
+        assert (code, out.getvalue()) == (EXIT_CLEAN, " ".join(command) + "\n")
+
+
+def test_which_as_a_real_process(ws: Path) -> None:
+    done = subprocess.run(
+        [str(SCRIPT), "--data-dir", str(ws.parent / "data"), "which", "ty"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        EXIT_CLEAN, f"{VENV_BIN}/ty server\n", "",
+    )

@@ -1,0 +1,676 @@
+"""Delta scenarios end to end: real servers, real files, the exact reported set.
+
+Every scenario writes files into a git workspace, calls `Service.check` the way the kernel does
+after a cell, and compares the whole `<diagnostics>` text (or the JSON) with what the write
+introduced: nothing more, nothing less. The language-independent scenarios run against real ty,
+real pyright, TypeScript (`tsc --lsp`) and clangd; each server gets one `Service` and one
+workspace for the module (servers start once), and every scenario its own files.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ipylsp.analysis.model import Report, Severity, UnknownReason
+from ipylsp.analysis.report import format_text, to_json
+from ipylsp.lsp import locate, registry
+from ipylsp.lsp.spec import InstallRecipe, ServerSpec
+from ipylsp.service.service import FileCheck, Service
+from ipylsp.settings import Settings
+from tests.conftest import fake_command
+
+# --- servers and their dialects -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How to write a small program with undefined names in one server's language, and what
+    the server says about it. Body lines sit between `prologue` and `epilogue`."""
+
+    server: str
+    ext: str
+    prologue: tuple[str, ...]
+    epilogue: tuple[str, ...]
+    indent: str
+    use_fmt: str
+    define_fmt: str
+    prefix: str
+    """A statement that can precede another on the same line."""
+    undefined_fmt: str
+
+    def then(self, line: str, statement: str) -> str:
+        """`line` followed by another statement on the same line."""
+        return line + ("; " if self.ext == ".py" else " ") + statement.strip()
+
+    def use(self, name: str) -> str:
+        return self.indent + self.use_fmt.format(name)
+
+    def define(self, name: str) -> str:
+        return self.indent + self.define_fmt.format(name)
+
+    def source(self, *body: str, eol: str = "\n") -> str:
+        return eol.join((*self.prologue, *body, *self.epilogue)) + eol
+
+    def undefined(self, body: tuple[str, ...] | list[str], index: int, name: str) -> str:
+        """The report line for the undefined `name` on body line `index`."""
+        line = len(self.prologue) + index + 1
+        column = body[index].index(name) + 1  # code points, as the contract says
+        return f"ERROR [{line}:{column}] {self.undefined_fmt.format(name)}"
+
+
+DIALECTS = {
+    "ty": Dialect(
+        "ty", ".py", (), (), "", "print({})", "{} = 1", "x0 = 0; ",
+        "Name `{}` used when not defined [unresolved-reference] (ty)",
+    ),
+    "pyright": Dialect(
+        "pyright", ".py", (), (), "", "print({})", "{} = 1", "x0 = 0; ",
+        '"{}" is not defined [reportUndefinedVariable] (Pyright)',
+    ),
+    # `export {}` makes every file a module: script files would share one global scope.
+    "typescript": Dialect(
+        "typescript", ".ts", ("export {};",), (), "", "void {};", "const {} = 1;", "void 0; ",
+        "Cannot find name '{}'. [2304] (ts)",
+    ),
+    "clangd": Dialect(
+        "clangd", ".c", ("void scenario(void) {",), ("}",), "  ", "(void){};", "int {} = 1;",
+        "(void)0; ", "Use of undeclared identifier '{}' [undeclared_var_use] (clang)",
+    ),
+}
+SERVERS = list(DIALECTS)
+PYTHON = ["ty", "pyright"]
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root, check=True, capture_output=True,
+    )
+
+
+def settings_for(server: str, **changes: Any) -> Settings:
+    python = (server,) if server in PYTHON else ("ty",)
+    return Settings(
+        language_servers={
+            "python": python, "typescript": ("typescript",), "c": ("clangd",), "cpp": ("clangd",),
+        },
+        wait_budget=30.0,
+        **changes,
+    )
+
+
+def installed(server: str) -> bool:
+    spec = registry.get(server)
+    assert spec is not None
+    return locate.resolve_command(spec, locate.data_dir(Settings())) is not None
+
+
+class Workspace:
+    """A git worktree served by one `Service`; `new()` hands out fresh file names."""
+
+    def __init__(self, root: Path, service: Service, dialect: Dialect) -> None:
+        self.root = root
+        self.service = service
+        self.d = dialect
+        self._numbers = itertools.count(1)
+
+    def new(self, stem: str, ext: str | None = None) -> Path:
+        return self.root / f"{stem}_{next(self._numbers)}{ext or self.d.ext}"
+
+    def write(self, path: Path, text: str) -> None:
+        path.write_bytes(text.encode("utf-8"))
+
+    def check(self, path: Path, **kwargs: Any) -> str:
+        report = self.service.check(path, **kwargs)
+        return format_text(report)
+
+    def check_report(self, path: Path, **kwargs: Any) -> Report:
+        return self.service.check(path, **kwargs)
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def block(self, path: Path, *lines: str) -> str:
+        return "\n".join([f'<diagnostics file="{self.rel(path)}">', *lines, "</diagnostics>"])
+
+
+@pytest.fixture(scope="module", params=SERVERS)
+def ws(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
+    Workspace
+]:
+    server: str = request.param
+    if not installed(server):
+        pytest.skip(f"{server} is not installed (ipylsp install {server})")
+    root = tmp_path_factory.mktemp(f"ws-{server}")
+    git(root, "init", "-q")
+    if server == "clangd":  # every error, not the first 20 and "too many errors emitted"
+        (root / "compile_flags.txt").write_text("-ferror-limit=0\n")
+    with Service(settings_for(server)) as service:
+        yield Workspace(root, service, DIALECTS[server])
+
+
+def fixed(n: int, path_text: str) -> str:
+    noun = "error" if n == 1 else "errors"
+    return f"fixed {n} {noun} in {path_text}"
+
+
+# --- scenarios for every server ---------------------------------------------------------------
+
+
+def test_new_file_reports_everything(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("fresh")
+    body = [d.use("missing_one"), d.define("fine"), d.use("missing_two")]
+    ws.write(path, d.source(*body))
+    assert ws.check(path) == ws.block(
+        path, d.undefined(body, 0, "missing_one"), d.undefined(body, 2, "missing_two")
+    )
+
+
+def test_lines_inserted_and_deleted_above_existing_errors(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("shift")
+    body = [d.define("fine"), d.use("missing_a"), d.use("missing_b")]
+    ws.write(path, d.source(*body))
+    assert ws.check(path) == ws.block(
+        path, d.undefined(body, 1, "missing_a"), d.undefined(body, 2, "missing_b")
+    )
+    # Three lines inserted above: both errors move down, nothing is new, nothing fixed.
+    inserted = [d.define("fine"), d.define("more1"), d.define("more2"), d.define("more3"),
+                *body[1:]]
+    ws.write(path, d.source(*inserted))
+    assert ws.check(path) == ""
+    # Lines deleted above (and the first line too): the errors move up, still nothing.
+    deleted = [d.use("missing_a"), d.use("missing_b")]
+    ws.write(path, d.source(*deleted))
+    assert ws.check(path) == ""
+    # Lines inserted above while a new error appears below: only the new one, at its line.
+    grown = ["", "", *deleted, d.define("fine2"), d.use("missing_c")]
+    ws.write(path, d.source(*grown))
+    assert ws.check(path) == ws.block(path, d.undefined(grown, 5, "missing_c"))
+
+
+def test_same_line_edit_shifting_columns(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("columns")
+    body = [d.define("fine"), d.use("missing_col")]
+    ws.write(path, d.source(*body))
+    assert ws.check(path) == ws.block(path, d.undefined(body, 1, "missing_col"))
+    # Text inserted before the error on its line: it moves right, it is not new.
+    shifted = [body[0], d.indent + d.prefix + d.use("missing_col").strip()]
+    ws.write(path, d.source(*shifted))
+    assert ws.check(path) == ""
+    # A second error after it on the same line is new, at its exact column.
+    both = [body[0], d.then(shifted[1], d.use("missing_col2"))]
+    ws.write(path, d.source(*both))
+    assert ws.check(path) == ws.block(path, d.undefined(both, 1, "missing_col2"))
+
+
+def test_rename_breaks_later_uses(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("rename")
+    body = [d.define("counter_value"), d.use("counter_value"), d.define("other"),
+            d.use("counter_value")]
+    ws.write(path, d.source(*body))
+    assert ws.check(path) == ""
+    renamed = [d.define("zebra_total"), *body[1:]]
+    ws.write(path, d.source(*renamed))
+    assert ws.check(path) == ws.block(
+        path,
+        d.undefined(renamed, 1, "counter_value"),
+        d.undefined(renamed, 3, "counter_value"),
+    )
+
+
+def test_one_of_two_identical_errors_fixed_while_another_appears(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("twins")
+    body = [d.define("fine"), d.use("missing_twin"), d.then(d.define("other"),
+                                                             d.use("missing_twin"))]
+    ws.write(path, d.source(*body))
+    assert ws.check(path) == ws.block(
+        path, d.undefined(body, 1, "missing_twin"), d.undefined(body, 2, "missing_twin")
+    )
+    # The first one is fixed in place, the same error appears further down on another line:
+    # exactly that one is new, and one is fixed.
+    after = [d.define("fine"), d.use("fine"), body[2], d.define("fine2"),
+             d.then(d.define("fine3"), d.use("missing_twin"))]
+    ws.write(path, d.source(*after))
+    report = ws.check_report(path)
+    assert format_text(report) == "\n".join(
+        [ws.block(path, d.undefined(after, 4, "missing_twin")), fixed(1, ws.rel(path))]
+    )
+    [entry] = to_json(report)["files"]  # type: ignore[misc]
+    assert [(f["line"], f["column"]) for f in entry["fixed"]] == [
+        (len(d.prologue) + 2, body[1].index("missing_twin") + 1)  # where it was, before
+    ]
+    assert entry["fixed_count"] == 1
+
+
+def test_crlf_file(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("crlf")
+    body = [d.define("fine"), d.use("missing_cr")]
+    ws.write(path, d.source(*body, eol="\r\n"))
+    assert ws.check(path) == ws.block(path, d.undefined(body, 1, "missing_cr"))
+    inserted = [d.define("fine"), d.define("more"), "", *body[1:]]
+    ws.write(path, d.source(*inserted, eol="\r\n"))
+    assert ws.check(path) == ""
+    grown = [*inserted, d.use("missing_lf")]
+    ws.write(path, d.source(*grown, eol="\r\n"))
+    assert ws.check(path) == ws.block(path, d.undefined(grown, 4, "missing_lf"))
+    # Converting the whole file to LF changes no diagnostic.
+    ws.write(path, d.source(*grown, eol="\n"))
+    assert ws.check(path) == ""
+
+
+def test_emoji_and_cjk_before_the_error_column(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("unicode")
+    literal = {
+        "ty": 's = "😀漢字"; ', "pyright": 's = "😀漢字"; ',
+        "typescript": 'const s = "😀漢字"; ', "clangd": 'const char *s = "😀漢字"; ',
+    }[d.server]
+    body = [d.use("missing_u")]
+    ws.write(path, d.source(*body))
+    assert ws.check(path) == ws.block(path, d.undefined(body, 0, "missing_u"))
+    # Astral and CJK characters inserted before the error: it moved, it is not new.
+    moved = [d.indent + literal + d.use("missing_u").strip()]
+    ws.write(path, d.source(*moved))
+    assert ws.check(path) == ""
+    # A new error after them is reported at its column in code points.
+    second = {"ty": "t = '🎉中文'", "pyright": "t = '🎉中文'", "typescript": "const t = '🎉中文';",
+              "clangd": 'const char *t = "🎉中文";'}[d.server]
+    both = [d.then(d.then(moved[0], second), d.use("missing_v"))]
+    ws.write(path, d.source(*both))
+    assert ws.check(path) == ws.block(path, d.undefined(both, 0, "missing_v"))
+
+
+def test_deleted_file_reports_its_errors_fixed(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("doomed")
+    body = [d.use("missing_d1"), d.use("missing_d2")]
+    ws.write(path, d.source(*body))
+    assert ws.check(path) == ws.block(
+        path, d.undefined(body, 0, "missing_d1"), d.undefined(body, 1, "missing_d2")
+    )
+    path.unlink()
+    report = ws.check_report(path)
+    assert format_text(report) == fixed(2, ws.rel(path))
+    assert not report.has_problems and not report.has_unknown
+    # Checking the missing file again: nothing left to say.
+    assert ws.check(path) == ""
+
+
+def test_deleted_file_never_checked_with_explicit_before(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("gone")
+    body = [d.use("missing_e1"), d.define("fine"), d.use("missing_e2")]
+    assert not path.exists()
+    assert ws.check(path, before=d.source(*body)) == fixed(2, ws.rel(path))
+
+
+def test_preflight_content_leaves_disk_and_server_untouched(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("preflight")
+    body = [d.define("fine"), d.use("missing_p1")]
+    ws.write(path, d.source(*body))
+    assert ws.check(path) == ws.block(path, d.undefined(body, 1, "missing_p1"))
+    disk = path.read_bytes()
+    stat = path.stat()
+    proposed = [*body, d.use("missing_p2")]
+    assert ws.check(path, content=d.source(*proposed)) == ws.block(
+        path, d.undefined(proposed, 2, "missing_p2")
+    )
+    assert path.read_bytes() == disk
+    assert path.stat().st_mtime_ns == stat.st_mtime_ns
+    # The service's view is still the disk text: checking it again says nothing new ...
+    assert ws.check(path) == ""
+    # ... and a real write is compared with the disk text, not with the proposal.
+    written = [*body, d.use("missing_p3")]
+    ws.write(path, d.source(*written))
+    report = ws.check_report(path)
+    assert format_text(report) == ws.block(path, d.undefined(written, 2, "missing_p3"))
+    current = sorted(
+        (x for x in report.files[0].current if x.severity is Severity.ERROR),
+        key=lambda x: x.range.start,
+    )
+    assert [(x.range.start.line, "missing_p1" in x.message, "missing_p3" in x.message)
+            for x in current] == [(len(d.prologue) + 1, True, False),
+                                  (len(d.prologue) + 2, False, True)]
+
+
+def test_preflight_of_an_unseen_file_is_relative_to_the_disk(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("preflight_unseen")
+    body = [d.use("missing_q1")]
+    ws.write(path, d.source(*body))
+    proposed = [*body, d.use("missing_q2")]
+    assert ws.check(path, content=d.source(*proposed)) == ws.block(
+        path, d.undefined(proposed, 1, "missing_q2")
+    )
+
+
+def test_baseline_rolls_forward_after_every_check(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("roll")
+    one = [d.use("missing_r1")]
+    ws.write(path, d.source(*one))
+    assert ws.check(path) == ws.block(path, d.undefined(one, 0, "missing_r1"))
+    two = [*one, d.use("missing_r2")]
+    ws.write(path, d.source(*two))
+    assert ws.check(path) == ws.block(path, d.undefined(two, 1, "missing_r2"))
+    # The same text again: the baseline is the last check, so nothing is new.
+    ws.write(path, d.source(*two))
+    assert ws.check(path) == ""
+    # Clean: both fixed.
+    clean = [d.define("fine")]
+    ws.write(path, d.source(*clean))
+    assert ws.check(path) == fixed(2, ws.rel(path))
+    # The baseline rolled forward to the clean text: the old error, back, is new again.
+    again = [d.define("fine"), d.use("missing_r1")]
+    ws.write(path, d.source(*again))
+    assert ws.check(path) == ws.block(path, d.undefined(again, 1, "missing_r1"))
+
+
+def test_explicit_before(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("before")
+    old = [d.use("missing_b1")]
+    new = [d.define("fine"), d.use("missing_b1"), d.use("missing_b2")]
+    ws.write(path, d.source(*new))
+    assert ws.check(path, before=d.source(*old)) == ws.block(
+        path, d.undefined(new, 2, "missing_b2")
+    )
+    # `before` wins over what the service knows (it now knows `new`).
+    assert ws.check(path, before=d.source(d.define("fine"))) == ws.block(
+        path, d.undefined(new, 1, "missing_b1"), d.undefined(new, 2, "missing_b2")
+    )
+    # An explicit empty `before`: everything is new.
+    assert ws.check(path, before="") == ws.block(
+        path, d.undefined(new, 1, "missing_b1"), d.undefined(new, 2, "missing_b2")
+    )
+
+
+def test_git_head_is_the_baseline_of_an_unseen_tracked_file(ws: Workspace) -> None:
+    d = ws.d
+    path = ws.new("tracked")
+    old = [d.use("missing_g1")]
+    ws.write(path, d.source(*old))
+    git(ws.root, "add", ws.rel(path))
+    git(ws.root, "commit", "-q", "-m", f"add {ws.rel(path)}")
+    new = ["", d.use("missing_g1"), d.use("missing_g2")]
+    ws.write(path, d.source(*new))
+    assert ws.check(path) == ws.block(path, d.undefined(new, 2, "missing_g2"))
+
+
+# --- another open file ------------------------------------------------------------------------
+
+CROSS_FILE = {
+    # server: (lib name, lib before, lib after, caller name, caller text, expected caller line)
+    "ty": (
+        "lib_sig.py", "def api(a):\n    return a\n", "def api(a, b):\n    return a\n",
+        "caller.py", "from lib_sig import api\n\napi(1)\n",
+        "ERROR [3:1] No argument provided for required parameter `b` of function `api` "
+        "[missing-argument] (ty)",
+    ),
+    "pyright": (
+        "lib_sig.py", "def api(a):\n    return a\n", "def api(a, b):\n    return a\n",
+        "caller.py", "from lib_sig import api\n\napi(1)\n",
+        'ERROR [3:1] Argument missing for parameter "b" [reportCallIssue] (Pyright)',
+    ),
+    "typescript": (
+        "lib_sig.ts",
+        "export function api(a: number): number {\n  return a;\n}\n",
+        "export function api(a: number, b: number): number {\n  return a + b;\n}\n",
+        "caller.ts", 'import { api } from "./lib_sig";\n\napi(1);\n',
+        "ERROR [3:1] Expected 2 arguments, but got 1. [2554] (ts)",
+    ),
+    "clangd": (
+        "lib_sig.h", "int api(int a);\n", "int api(int a, int b);\n",
+        "caller.c", '#include "lib_sig.h"\n\nint use(void) { return api(1); }\n',
+        # clangd folds the note into the message when the client takes no related information.
+        "ERROR [3:29] Too few arguments to function call, expected 2, have 1; {lib}:1:5:; "
+        "note: 'api' declared here [typecheck_call_too_few_args] (clang)",
+    ),
+}
+
+
+def test_signature_change_breaks_a_caller_in_another_open_file(ws: Workspace) -> None:
+    lib_name, lib_before, lib_after, caller_name, caller_text, expected = CROSS_FILE[ws.d.server]
+    sub = ws.root / f"cross_{ws.d.server}"
+    sub.mkdir()
+    lib, caller = sub / lib_name, sub / caller_name
+    ws.write(lib, lib_before)
+    ws.write(caller, caller_text)
+    assert ws.check(caller) == ""  # the caller is open now
+    assert ws.check(lib) == ""
+    # A preflight of the breaking change: the disk and the server's view stay as they are.
+    ws.check(lib, content=lib_after)
+    assert ws.check(caller) == ""
+    # The real write breaks the caller: reported under the caller's own path.
+    ws.write(lib, lib_after)
+    report = ws.check_report(lib)
+    assert format_text(report) == ws.block(caller, expected.format(lib=lib))
+    assert [f.display_path for f in report.files] == [ws.rel(lib), ws.rel(caller)]
+    # Fixing the library again: the caller's error is reported fixed, under the caller.
+    ws.write(lib, lib_before)
+    assert ws.check(lib) == fixed(1, ws.rel(caller))
+
+
+# --- caps -------------------------------------------------------------------------------------
+
+
+def test_caps_per_file_and_per_report(ws: Workspace) -> None:
+    d = ws.d
+    many = ws.new("many")
+    body = [d.use(f"missing_{i:02d}") for i in range(25)]
+    ws.write(many, d.source(*body))
+    assert ws.check(many) == ws.block(
+        many, *(d.undefined(body, i, f"missing_{i:02d}") for i in range(20)), "... and 5 more"
+    )
+    paths = [ws.new("cap") for _ in range(3)]
+    for path in paths:
+        ws.write(path, d.source(*body[:20]))
+    report = ws.service.check_files([FileCheck(p) for p in paths])
+    lines = [d.undefined(body, i, f"missing_{i:02d}") for i in range(20)]
+    assert format_text(report) == "\n".join(
+        [ws.block(paths[0], *lines), ws.block(paths[1], *lines),
+         ws.block(paths[2], *lines[:10], "... and 10 more")]
+    )
+    summary = to_json(report)["summary"]
+    assert summary == {"errors": 60, "warnings": 0, "fixed": 0, "unknown": 0, "shown": 50,
+                       "omitted": 10}
+
+
+# --- the public function ----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not installed("clangd"), reason="clangd is not installed")
+def test_ipylsp_check_is_the_same_delta(tmp_path: Path) -> None:
+    """`ipylsp.check(path, content=, before=)` on the process-wide service (clangd: the only
+    server for C whatever else is installed)."""
+    import ipylsp
+
+    git(tmp_path, "init", "-q")
+    path = tmp_path / "api.c"
+    d = DIALECTS["clangd"]
+    old = [d.use("missing_x")]
+    new = ["", d.use("missing_x"), d.use("missing_y")]
+    path.write_text(d.source(*new))
+    try:
+        report = ipylsp.check(str(path), before=d.source(*old))
+        expected = "\n".join(['<diagnostics file="api.c">', d.undefined(new, 2, "missing_y"),
+                              "</diagnostics>"])
+        assert ipylsp.format_report(report) == expected
+        proposed = [*new, d.use("missing_z")]
+        preflight = ipylsp.check(path, content=d.source(*proposed))
+        assert ipylsp.format_report(preflight) == "\n".join(
+            ['<diagnostics file="api.c">', d.undefined(proposed, 3, "missing_z"),
+             "</diagnostics>"]
+        )
+        assert path.read_text() == d.source(*new)
+        assert ipylsp.format_report(ipylsp.check(path)) == ""
+    finally:
+        ipylsp._reset_service()
+
+
+# --- syntax tier ------------------------------------------------------------------------------
+
+
+def test_python_syntax_error_reported_at_once_without_servers(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    path = tmp_path / "broken.py"
+    path.write_text("def ok():\n    return 1\n\nvalue = (1,\n         2\nprint(value)\n")
+    with Service(settings_for("ty")) as service:
+        started = time.monotonic()
+        report = service.check(path)
+        elapsed = time.monotonic() - started
+        assert format_text(report) == "\n".join([
+            '<diagnostics file="broken.py">',
+            "ERROR [4:9] '(' was never closed [SyntaxError] (ipylsp-syntax)",
+            "</diagnostics>",
+        ])
+        assert service.server_pids() == []  # no server was even started
+        assert elapsed < 2.0
+        # Fixed: the syntax error is fixed; the server is asked now.
+        path.write_text("def ok():\n    return 1\n\nvalue = (1,\n         2)\nprint(value)\n")
+        assert format_text(service.check(path)) == "fixed 1 error in broken.py"
+
+
+def test_syntax_error_between_two_good_texts(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    path = tmp_path / "flow.py"
+    good = "def f():\n    return missing_name\n\nprint(f())\n"
+    path.write_text(good)
+    with Service(settings_for("ty")) as service:
+        assert format_text(service.check(path)) == "\n".join([
+            '<diagnostics file="flow.py">',
+            "ERROR [2:12] Name `missing_name` used when not defined [unresolved-reference] (ty)",
+            "</diagnostics>",
+        ])
+        path.write_text(good.replace("print(f())", "print(f()"))
+        assert format_text(service.check(path)) == "\n".join([
+            '<diagnostics file="flow.py">',
+            "ERROR [4:6] '(' was never closed [SyntaxError] (ipylsp-syntax)",
+            "</diagnostics>",
+        ])
+        # Parsing again: the syntax error is fixed, the old error is not news.
+        path.write_text(good + "x = 1\n")
+        assert format_text(service.check(path)) == "fixed 1 error in flow.py"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("bad.json", '{\n  "a": 1,\n  "b": [1, 2,, 3]\n}\n',
+         "ERROR [3:14] Expecting value (ipylsp-syntax)"),
+        ("bad.toml", 'title = "x"\n[owner]\nname = "a\n',
+         "ERROR [3:10] Illegal character '\\n' (ipylsp-syntax)"),
+        pytest.param(
+            "bad.yaml", "a: 1\nb: [1, 2\nc: 3\n",
+            "ERROR [3:2] expected ',' or ']', but got ':' (while parsing a flow sequence) "
+            "(ipylsp-syntax)",
+            marks=pytest.mark.skipif(
+                importlib.util.find_spec("yaml") is None, reason="PyYAML is not installed"
+            ),
+        ),
+    ],
+)
+def test_data_file_syntax_errors_without_a_server(
+    tmp_path: Path, name: str, text: str, expected: str
+) -> None:
+    git(tmp_path, "init", "-q")
+    path = tmp_path / name
+    path.write_text(text)
+    settings = Settings(language_servers={"json": (), "toml": (), "yaml": ()})
+    with Service(settings) as service:
+        assert format_text(service.check(path)) == "\n".join(
+            [f'<diagnostics file="{name}">', expected, "</diagnostics>"]
+        )
+
+
+# --- a server that does not answer ------------------------------------------------------------
+
+
+def fake_settings(*flags: str, **changes: Any) -> Settings:
+    spec = ServerSpec(
+        id="fake", name="Fake", languages=("python",), command=fake_command(*flags),
+        install=InstallRecipe("path"),
+    )
+    return Settings(extra_specs=(spec,), language_servers={"python": ("fake",)}, **changes)
+
+
+def test_timed_out_server_reports_unknown_not_clean(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    path = tmp_path / "slow.py"
+    path.write_text("x = 1\n")
+    settings = fake_settings(
+        "--diagnostics", "pull", "--hang-on", "textDocument/diagnostic", wait_budget=1.0
+    )
+    timed_out = "\n".join([
+        '<diagnostics file="slow.py">',
+        "UNKNOWN [fake] timed out waiting for diagnostics: results for this file are incomplete",
+        "</diagnostics>",
+    ])
+    with Service(settings) as service:
+        started = time.monotonic()
+        report = service.check(path)
+        assert time.monotonic() - started < 1.0 + 2.0  # the write waits no longer than that
+        assert report.has_unknown and not report.has_problems
+        [unknown] = report.files[0].unknown
+        assert (unknown.server_id, unknown.reason) == ("fake", UnknownReason.TIMED_OUT)
+        assert format_text(report) == timed_out
+        data = to_json(report)
+        assert data["summary"]["unknown"] == 1  # type: ignore[index]
+        assert data["files"][0]["unknown"] == [  # type: ignore[index]
+            {"server": "fake", "reason": "timed out", "detail": "waiting for diagnostics",
+             "hint": ""}
+        ]
+        # Still unknown the next time, never clean.
+        path.write_text("x = 2\n")
+        assert format_text(service.check(path)) == timed_out
+        # Two timeouts in a row: broken, and later writes pay nothing for it.
+        path.write_text("x = 3\n")
+        started = time.monotonic()
+        assert format_text(service.check(path)) == "\n".join([
+            '<diagnostics file="slow.py">',
+            "UNKNOWN [fake] broken timed out 2 checks in a row: results for this file are "
+            "incomplete",
+            "</diagnostics>",
+        ])
+        assert time.monotonic() - started < 0.5
+
+
+def test_timed_out_server_beside_one_that_answers(tmp_path: Path) -> None:
+    """ty answers, the other server hangs: ty's errors are reported, with the unknown line."""
+    git(tmp_path, "init", "-q")
+    path = tmp_path / "half.py"
+    path.write_text("print(missing_half)\n")
+    spec = ServerSpec(
+        id="fake", name="Fake", languages=("python",),
+        command=fake_command("--diagnostics", "pull", "--hang-on", "textDocument/diagnostic"),
+        install=InstallRecipe("path"),
+    )
+    settings = Settings(
+        extra_specs=(spec,), language_servers={"python": ("ty", "fake")}, wait_budget=2.0
+    )
+    with Service(settings) as service:
+        report = service.check(path)
+        assert format_text(report) == "\n".join([
+            '<diagnostics file="half.py">',
+            "ERROR [1:7] Name `missing_half` used when not defined [unresolved-reference] (ty)",
+            "UNKNOWN [fake] timed out waiting for diagnostics: results for this file are "
+            "incomplete",
+            "</diagnostics>",
+        ])
+        assert report.files[0].servers == ("ty", "fake")
