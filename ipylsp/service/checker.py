@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,8 +19,9 @@ from ipylsp.analysis.model import Diagnostic, FileReport, Severity, Unknown, Unk
 from ipylsp.analysis.syntax import syntax_diagnostics
 from ipylsp.lsp import installers, languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
+from ipylsp.lsp.documents import path_to_uri
 from ipylsp.lsp.spec import ServerSpec
-from ipylsp.service.baseline import KnownFile, git_head_text, read_text
+from ipylsp.service.baseline import KnownFile, TextTooLarge, git_head_text, read_text
 from ipylsp.service.pool import ClientPool, Slot
 from ipylsp.settings import Settings
 
@@ -66,9 +68,19 @@ class Checker:
     # -- entry point --------------------------------------------------------------------------
 
     async def check(
-        self, path: Path, *, content: str | None, before: str | None, deadline: float
+        self,
+        path: Path,
+        *,
+        content: str | None,
+        before: str | None,
+        deadline: float,
+        batch: frozenset[Path] = frozenset(),
     ) -> list[FileReport]:
-        """Reports for `path` (first) and for other open files the write broke."""
+        """Reports for `path` (first) and for other open files the write broke.
+
+        `batch`: the files written together with this one (see `sync_written`); they get
+        their own checks, so they are not re-diagnosed here as "other files".
+        """
         disk_text = read_text(path)
         new_text = content if content is not None else disk_text
         known = self.known.get(path)
@@ -138,8 +150,30 @@ class Checker:
             )
         ]
         if content is None:
-            reports.extend(await self._other_files(path, outcomes, deadline))
+            reports.extend(await self._other_files(path, outcomes, deadline, batch))
         return reports
+
+    async def sync_written(self, paths: Iterable[Path]) -> None:
+        """Files written together (one cell wrote several): every server that has one of them
+        open sees its new text (or loses it, deleted) before any of them is diagnosed.
+        Otherwise a changed signature and its updated caller, written together, would be
+        checked one against the other's old text: a broken caller that never was."""
+        for path in paths:
+            try:
+                text = read_text(path)
+            except TextTooLarge:
+                continue
+            for _, client in self.pool.clients():
+                doc = client.documents.get(path_to_uri(path))
+                if doc is None or not client.alive:
+                    continue
+                try:
+                    if text is None:
+                        await client.close_document(path)
+                    else:
+                        await client.sync_document(path, text, doc.language_id)
+                except ClientError:
+                    continue
 
     @staticmethod
     def _syntax_pair(
@@ -322,7 +356,11 @@ class Checker:
                     continue
 
     async def _other_files(
-        self, path: Path, outcomes: list[ServerOutcome], deadline: float
+        self,
+        path: Path,
+        outcomes: list[ServerOutcome],
+        deadline: float,
+        batch: frozenset[Path] = frozenset(),
     ) -> list[FileReport]:
         """Re-diagnose other open documents whose results we know; report what broke there.
 
@@ -334,7 +372,9 @@ class Checker:
             if client is None or outcome.unknown is not None or not client.alive:
                 continue
             others = [
-                p for p in client.recent_paths(MAX_OTHER_FILES + 1) if p != path
+                p
+                for p in client.recent_paths(MAX_OTHER_FILES + 1 + len(batch))
+                if p != path and p not in batch
             ][:MAX_OTHER_FILES]
             for other in others:
                 known = self.known.get(other)

@@ -148,11 +148,18 @@ class Service:
 
     async def _check_all(self, files: Sequence[FileCheck], deadline: float) -> list[FileReport]:
         reports: list[FileReport] = []
+        batch = frozenset(f.path for f in files if f.content is None)
+        if len(batch) > 1:  # written together: servers see all new texts before any check
+            try:
+                await self._checker.sync_written(sorted(batch))
+            except Exception:
+                log.exception("syncing %d written files failed", len(batch))
         for item in files:
             try:
                 reports.extend(
                     await self._checker.check(
-                        item.path, content=item.content, before=item.before, deadline=deadline
+                        item.path, content=item.content, before=item.before, deadline=deadline,
+                        batch=batch,
                     )
                 )
             except Exception as exc:  # the kernel must never see our bugs as its own
