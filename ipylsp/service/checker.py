@@ -136,7 +136,7 @@ class Checker:
         unknown = tuple(o.unknown for o in outcomes if o.unknown is not None)
         if content is None:
             self._roll_forward(path, new_text, outcomes, known)
-        elif disk_text is not None:
+        else:
             await self._restore(path, language_id, disk_text, outcomes)
         reports = [
             self._file_report(
@@ -345,13 +345,20 @@ class Checker:
         self.known[path] = KnownFile(new_text, results, missed)
 
     async def _restore(
-        self, path: Path, language_id: str, disk_text: str, outcomes: list[ServerOutcome]
+        self,
+        path: Path,
+        language_id: str,
+        disk_text: str | None,
+        outcomes: list[ServerOutcome],
     ) -> None:
-        """After a preflight check, servers see the disk text again."""
+        """After a preflight check, servers see the disk text again (no file: not open)."""
         for outcome in outcomes:
             if outcome.client is not None and outcome.client.alive:
                 try:
-                    await outcome.client.sync_document(path, disk_text, language_id)
+                    if disk_text is None:
+                        await outcome.client.close_document(path)
+                    else:
+                        await outcome.client.sync_document(path, disk_text, language_id)
                 except ClientError:
                     continue
 
