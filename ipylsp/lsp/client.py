@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 STATIC_PULL = "<static>"
 
+# FileChangeType of workspace/didChangeWatchedFiles.
+FILE_CREATED, FILE_CHANGED, FILE_DELETED = 1, 2, 3
+
 
 class ClientState(enum.Enum):
     STOPPED = "stopped"
@@ -435,6 +438,14 @@ class LanguageClient:
         if doc is not None and not self._dead():
             with contextlib.suppress(ClientError):
                 await self._send("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
+
+    async def files_changed(self, events: list[tuple[Path, int]]) -> None:
+        """Files created, changed or deleted on disk (workspace/didChangeWatchedFiles): what
+        imports in the open documents resolve to may have changed. Pyright, for one, keeps
+        resolving a deleted module (and not a created one) until told."""
+        if events:
+            changes = [{"uri": path_to_uri(path), "type": kind} for path, kind in events]
+            await self._send("workspace/didChangeWatchedFiles", {"changes": changes})
 
     def recent_paths(self, count: int) -> list[Path]:
         """Open documents, most recently used first."""

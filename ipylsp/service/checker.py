@@ -18,7 +18,13 @@ from ipylsp.analysis import delta as delta_mod
 from ipylsp.analysis.model import Diagnostic, FileReport, Severity, Unknown, UnknownReason
 from ipylsp.analysis.syntax import syntax_diagnostics
 from ipylsp.lsp import installers, languages, locate, pyenv, registry, roots
-from ipylsp.lsp.client import ClientError, LanguageClient
+from ipylsp.lsp.client import (
+    FILE_CHANGED,
+    FILE_CREATED,
+    FILE_DELETED,
+    ClientError,
+    LanguageClient,
+)
 from ipylsp.lsp.documents import path_to_uri
 from ipylsp.lsp.spec import ServerSpec
 from ipylsp.service.baseline import KnownFile, TextTooLarge, git_head_text, read_text
@@ -92,6 +98,8 @@ class Checker:
         display_root = _display_root(path)
         if language_id is None:
             return [self._file_report(path, display_root, (), (), (), (), ())]
+        if content is None:
+            await self._announce([path])
         syntax_pair = self._syntax_pair(path, before_text, new_text)
         blocked = syntax_pair is not None and _introduces_errors(
             before_text, new_text, syntax_pair
@@ -158,6 +166,8 @@ class Checker:
         open sees its new text (or loses it, deleted) before any of them is diagnosed.
         Otherwise a changed signature and its updated caller, written together, would be
         checked one against the other's old text: a broken caller that never was."""
+        paths = list(paths)
+        await self._announce(paths)
         for path in paths:
             try:
                 text = read_text(path)
@@ -361,6 +371,25 @@ class Checker:
                         await outcome.client.sync_document(path, disk_text, language_id)
                 except ClientError:
                     continue
+
+    async def _announce(self, paths: list[Path]) -> None:
+        """Running servers whose workspace holds a written file learn that it was created,
+        changed or deleted on disk, before anything is diagnosed: a deleted module breaks
+        its importers, a created one fixes them."""
+        events = [(path, self._file_event(path)) for path in paths]
+        for _, client in self.pool.clients():
+            if not client.alive:
+                continue
+            mine = [(p, kind) for p, kind in events if p.is_relative_to(client.root)]
+            try:
+                await client.files_changed(mine)
+            except ClientError:
+                continue
+
+    def _file_event(self, path: Path) -> int:
+        if not path.exists():
+            return FILE_DELETED
+        return FILE_CHANGED if path in self.known else FILE_CREATED
 
     async def _other_files(
         self,
