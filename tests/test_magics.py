@@ -1,0 +1,574 @@
+"""`%lsp` in an in-process IPython shell, on the real ty + ruff: every subcommand's answer
+(exact), every `-h`, and bad input.
+
+The shell runs in a temporary git worktree with PATH reduced to a directory holding only `git`
+and an empty `IPyLSP.data_dir`, so what is "installed" is exactly what sits beside this Python
+(ty and ruff, and whatever else the venv holds). Answers are read as the kernel would publish
+them: the `text/plain` that the display formatter makes of the returned object (the
+`execute_result` agents read). Bad input raises `UsageError` with a one-line reason.
+
+The tests share one shell and run in file order (status before any server, then a write, then
+features against it, then stop/restart).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+import ipylsp
+from ipylsp.lsp import locate, registry
+
+MIME = "application/vnd.ipylsp.diagnostics+json"
+VENV_BIN = Path(sys.executable).parent
+
+APP = """\
+class Box:
+    def __init__(self, width: int) -> None:
+        self.width = width
+
+    def area(self) -> int:
+        return self.width * self.width
+
+
+box = Box(2)
+size: str = box.area()
+"""
+APP_ERROR = (
+    "ERROR [10:13] Object of type `int` is not assignable to `str` [invalid-assignment] (ty)"
+)
+
+
+@dataclass
+class Answer:
+    """What one `%lsp` line produced."""
+
+    text: str | None  # text/plain of the returned object (the execute_result)
+    mime: list[str] = field(default_factory=list)  # its MIME types
+    displays: list[str] = field(default_factory=list)  # text/plain of displays made meanwhile
+    error: BaseException | None = None
+    stdout: str = ""
+
+
+def lsp(shell: InteractiveShell, line: str) -> Answer:
+    with capture_output() as captured:
+        result = shell.run_cell(f"%lsp {line}", store_history=False)
+    error = result.error_in_exec or result.error_before_exec
+    text, mime = None, []
+    if result.result is not None:
+        data, _ = shell.display_formatter.format(result.result)
+        text, mime = data["text/plain"], sorted(data)
+    displays = [o.data.get("text/plain", "") for o in captured.outputs]
+    return Answer(text, mime, displays, error, captured.stdout)
+
+
+def usage_error(shell: InteractiveShell, line: str) -> str:
+    """The reason of the UsageError `%lsp line` raises (asserted to be one line)."""
+    answer = lsp(shell, line)
+    assert isinstance(answer.error, UsageError), (line, answer)
+    assert answer.text is None and answer.displays == []
+    reason = str(answer.error)
+    assert "\n" not in reason, reason
+    return reason
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("magics").resolve()
+
+
+@pytest.fixture(scope="module")
+def shell(workspace: Path) -> Iterator[InteractiveShell]:
+    ws = workspace / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    bin_dir = workspace / "bin"
+    bin_dir.mkdir()
+    git = shutil.which("git")
+    assert git is not None
+    (bin_dir / "git").symlink_to(git)
+    old_cwd, old_path = os.getcwd(), os.environ.get("PATH", "")
+    os.chdir(ws)
+    os.environ["PATH"] = str(bin_dir)
+    locate.invalidate()
+    ip = InteractiveShell.instance()
+    try:
+        for line in (
+            "%load_ext ipylsp",
+            '%config IPyLSP.language_servers = {"python": ["ty", "ruff"]}',
+            f"%config IPyLSP.data_dir = {str(workspace / 'data')!r}",
+        ):
+            assert ip.run_cell(line, store_history=False).success
+        yield ip
+    finally:
+        ip.run_cell("%unload_ext ipylsp", store_history=False)
+        os.chdir(old_cwd)
+        os.environ["PATH"] = old_path
+        locate.invalidate()
+
+
+def installed_here() -> list[str]:
+    """Registry rows whose command sits beside this Python (PATH holds only git, the data dir
+    is empty): what `status` and `list` must call installed. Computed without ipylsp's locate."""
+    return [
+        spec.id
+        for spec in registry.all_specs()
+        if spec.command and os.access(VENV_BIN / spec.command[0], os.X_OK)
+    ]
+
+
+# -- help -----------------------------------------------------------------------------------------
+
+HELP = {
+    'status': (
+        'usage: %lsp status [-h]\n'
+        '\n'
+        'running, starting and broken servers; installed ones\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+    'list': (
+        'usage: %lsp list [-h] [--installed]\n'
+        '\n'
+        'every server ipylsp knows\n'
+        '\n'
+        'options:\n'
+        '  -h, --help   show this help message and exit\n'
+        '  --installed  only the installed ones\n'
+    ),
+    'install': (
+        'usage: %lsp install [-h] [--all] [ID ...]\n'
+        '\n'
+        "install servers into ipylsp's data dir\n"
+        '\n'
+        'positional arguments:\n'
+        '  ID          server ids (see %lsp list)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+        '  --all       every server with a pip or npm recipe\n'
+    ),
+    'which': (
+        'usage: %lsp which [-h] id\n'
+        '\n'
+        'the command ipylsp runs for a server\n'
+        '\n'
+        'positional arguments:\n'
+        '  id          a server id (see %lsp list)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+    'start': (
+        'usage: %lsp start [-h] path\n'
+        '\n'
+        'start the servers for a file now\n'
+        '\n'
+        'positional arguments:\n'
+        '  path        a file (it need not exist yet)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+    'stop': (
+        'usage: %lsp stop [-h] [id]\n'
+        '\n'
+        'stop servers (all, or one id)\n'
+        '\n'
+        'positional arguments:\n'
+        '  id          a server id (default: all)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+    'restart': (
+        'usage: %lsp restart [-h] [id]\n'
+        '\n'
+        'restart servers (all, or one id)\n'
+        '\n'
+        'positional arguments:\n'
+        '  id          a server id (default: all)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+    'check': (
+        'usage: %lsp check [-h] [--before FILE] [--all]\n'
+        '                  [--severity {error,warning,all}]\n'
+        '                  path\n'
+        '\n'
+        "what a file's text introduced (all, with --all)\n"
+        '\n'
+        'positional arguments:\n'
+        '  path                  the file\n'
+        '\n'
+        'options:\n'
+        '  -h, --help            show this help message and exit\n'
+        '  --before FILE         the text before the edit\n'
+        '  --all                 every problem, not only new ones\n'
+        '  --severity {error,warning,all}\n'
+        '                        default: IPyLSP.severity\n'
+    ),
+    'diagnostics': (
+        'usage: %lsp diagnostics [-h] [path]\n'
+        '\n'
+        'last known diagnostics (no round trip)\n'
+        '\n'
+        'positional arguments:\n'
+        '  path        one file (default: all checked)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+    'hover': (
+        'usage: %lsp hover [-h] PATH:LINE:COL\n'
+        '\n'
+        'hover at PATH:LINE:COL (1-based)\n'
+        '\n'
+        'positional arguments:\n'
+        '  PATH:LINE:COL  1-based line and column (characters)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help     show this help message and exit\n'
+    ),
+    'definition': (
+        'usage: %lsp definition [-h] PATH:LINE:COL\n'
+        '\n'
+        'definition at PATH:LINE:COL (1-based)\n'
+        '\n'
+        'positional arguments:\n'
+        '  PATH:LINE:COL  1-based line and column (characters)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help     show this help message and exit\n'
+    ),
+    'references': (
+        'usage: %lsp references [-h] PATH:LINE:COL\n'
+        '\n'
+        'references at PATH:LINE:COL (1-based)\n'
+        '\n'
+        'positional arguments:\n'
+        '  PATH:LINE:COL  1-based line and column (characters)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help     show this help message and exit\n'
+    ),
+    'completions': (
+        'usage: %lsp completions [-h] PATH:LINE:COL\n'
+        '\n'
+        'completions at PATH:LINE:COL (1-based)\n'
+        '\n'
+        'positional arguments:\n'
+        '  PATH:LINE:COL  1-based line and column (characters)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help     show this help message and exit\n'
+    ),
+    'symbols': (
+        'usage: %lsp symbols [-h] path\n'
+        '\n'
+        'the symbols of a file\n'
+        '\n'
+        'positional arguments:\n'
+        '  path        the file\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+    'pending': (
+        'usage: %lsp pending [-h]\n'
+        '\n'
+        'problems not yet handed over, then forget them\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+    'on': (
+        'usage: %lsp on [-h]\n'
+        '\n'
+        'check files written by cells\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+    'off': (
+        'usage: %lsp off [-h]\n'
+        '\n'
+        'stop checking files written by cells\n'
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HELP))
+def test_subcommand_help(shell: InteractiveShell, name: str) -> None:
+    answer = lsp(shell, f"{name} -h")
+    assert answer.error is None
+    assert answer.text is not None and answer.text + "\n" == HELP[name]
+    assert answer.mime == ["text/plain"] and answer.displays == []
+
+
+def test_every_subcommand_has_help() -> None:
+    from ipylsp.ipython.magics import _parser
+
+    choices = next(a for a in _parser()._actions if a.dest == "command").choices
+    assert choices is not None and sorted(choices) == sorted(HELP)
+
+
+@pytest.mark.parametrize("line", ["", "-h", "--help"])
+def test_top_level_help(shell: InteractiveShell, line: str) -> None:
+    answer = lsp(shell, line)
+    assert answer.text is not None and answer.text + "\n" == TOP_HELP
+
+
+# -- answers --------------------------------------------------------------------------------------
+
+
+def test_status_before_any_server(shell: InteractiveShell) -> None:
+    assert lsp(shell, "status").text == (
+        "no server running (servers start when a cell writes a file)\n"
+        f"installed: {', '.join(installed_here())}\n"
+        "checking cell writes: on"
+    )
+
+
+def test_list(shell: InteractiveShell) -> None:
+    here = installed_here()
+    assert {"ty", "ruff"} <= set(here)
+    rows = [
+        f"{s.id:<28} {'installed' if s.id in here else 'missing':<9} {', '.join(s.languages)}"
+        for s in registry.all_specs()
+    ]
+    assert lsp(shell, "list").text == "\n".join(rows)
+    assert lsp(shell, "list --installed").text == "\n".join(
+        r for r in rows if r.split()[1] == "installed"
+    )
+
+
+def test_which(shell: InteractiveShell) -> None:
+    assert lsp(shell, "which ty").text == f"{VENV_BIN / 'ty'} server"
+    assert lsp(shell, "which ruff").text == f"{VENV_BIN / 'ruff'} server"
+    assert lsp(shell, "which pyright").text == (
+        "pyright: pyright-langserver not found (searched ipylsp's data dir, the kernel's "
+        "environment and PATH). ipylsp install pyright  # npm install pyright into ipylsp's "
+        "data dir"
+    )
+
+
+def test_install_failure_is_one_display_and_a_summary(shell: InteractiveShell) -> None:
+    """No npm on PATH: pyright cannot be installed; the progress display ends FAILED and the
+    answer says why (a real install is in test_ipython_kernel)."""
+    answer = lsp(shell, "install pyright")
+    assert answer.text == (
+        "pyright: npm not found on PATH: install Node.js >= 18 (apt-get install nodejs npm) or "
+        "use a pip server"
+    )
+    # in-process, the display and its in-place update are captured as two states of one display
+    assert answer.displays == ["installing pyright ...", "installing pyright: FAILED"]
+
+
+def test_start_check_and_features(shell: InteractiveShell, workspace: Path) -> None:
+    ws = workspace / "ws"
+    # start: the servers of a file (one not written yet is fine: warming up before a write)
+    started = lsp(shell, "start app.py").text
+    pids = {row.server_id: row.pid for row in ipylsp.status()}
+    assert started == (
+        f"ty: running (pid {pids['ty']}) for {ws}\nruff: running (pid {pids['ruff']}) for {ws}"
+    )
+    assert lsp(shell, "start README.md").text == "no server serves this file"
+    assert lsp(shell, "status").text == (
+        f"ty               running   {ws} pid {pids['ty']}\n"
+        f"ruff             running   {ws} pid {pids['ruff']}\n"
+        f"installed: {', '.join(installed_here())}\n"
+        "checking cell writes: on"
+    )
+
+    # a cell writes app.py: reported by the hook
+    with capture_output() as captured:
+        shell.run_cell(f"%%writefile app.py\n{APP}", store_history=False)
+    assert [o.data["text/plain"] for o in captured.outputs] == [
+        f'<diagnostics file="app.py">\n{APP_ERROR}\n</diagnostics>'
+    ]
+
+    # check: nothing new against the last known text; everything with --all; --before FILE
+    assert lsp(shell, "check app.py").text == "app.py: no new problems"
+    full = lsp(shell, "check app.py --all")
+    assert full.text == f'<diagnostics file="app.py">\n{APP_ERROR}\n</diagnostics>'
+    assert full.mime == sorted(["text/plain", "text/html", MIME])
+    (ws / "before.txt").write_text(APP.replace("size: str", "size: int"))
+    assert lsp(shell, "check app.py --before before.txt").text == full.text
+    assert lsp(shell, "check app.py --all --severity warning").text == full.text
+
+    # diagnostics: last known, no round trip
+    assert lsp(shell, "diagnostics app.py").text == full.text
+    assert lsp(shell, "diagnostics").text == full.text
+    assert lsp(shell, "diagnostics other.py").text == "nothing checked yet"
+
+    # features at 1-based PATH:LINE:COL
+    assert lsp(shell, "hover app.py:10:17").text == "bound method Box.area() -> int"
+    assert lsp(shell, "hover app.py:4:1").text == "(no hover information)"
+    assert lsp(shell, "definition app.py:10:17").text == "app.py:5:9"
+    assert lsp(shell, "definition app.py:4:1").text == "(no definition)"
+    assert lsp(shell, "references app.py:1:7").text == "app.py:1:7\napp.py:9:7"
+    assert lsp(shell, "symbols app.py").text == (
+        "class Box [1:7]\n"
+        "  constructor __init__ [2:9]\n"
+        "  method area [5:9]\n"
+        "variable box [9:1]\n"
+        "variable size [10:1]"
+    )
+    (ws / "typing_box.py").write_text(APP.replace("size: str = box.area()", "box.ar"))
+    assert lsp(shell, "completions typing_box.py:10:7").text == (
+        "area\n__delattr__\n__getattribute__\n__setattr__"
+    )
+    (ws / "empty.py").write_text("\n")
+    assert lsp(shell, "symbols empty.py").text == "(no symbols)"
+
+
+def test_pending_hands_over_once(shell: InteractiveShell) -> None:
+    with capture_output():
+        shell.run_cell("open('pend.py', 'w').write('x: int = \"s\"\\n')", store_history=False)
+    first = lsp(shell, "pending").text
+    assert first is not None
+    assert first.startswith('<diagnostics file="app.py">\n')  # errors first, then by file
+    assert (
+        '<diagnostics file="pend.py">\nERROR [1:10] Object of type `Literal["s"]` is not '
+        "assignable to `int` [invalid-assignment] (ty)\n</diagnostics>"
+    ) in first
+    assert lsp(shell, "pending").text == "nothing pending"
+
+
+def test_on_off(shell: InteractiveShell) -> None:
+    assert lsp(shell, "off").text == "ipylsp: not checking files written by cells"
+    assert lsp(shell, "status").text.endswith("checking cell writes: off")  # type: ignore[union-attr]
+    with capture_output() as captured:
+        shell.run_cell("open('off.py', 'w').write('x: int = \"s\"\\n')", store_history=False)
+    assert captured.outputs == []
+    assert lsp(shell, "on").text == "ipylsp: checking files written by cells"
+    assert lsp(shell, "status").text.endswith("checking cell writes: on")  # type: ignore[union-attr]
+
+
+def test_stop_and_restart(shell: InteractiveShell, workspace: Path) -> None:
+    ws = workspace / "ws"
+    pids = {row.server_id: row.pid for row in ipylsp.status()}
+    assert lsp(shell, "stop ty").text == "stopped 1 server"
+    assert lsp(shell, "status").text == (
+        f"ty               stopped   {ws}\n"
+        f"ruff             running   {ws} pid {pids['ruff']}\n"
+        f"installed: {', '.join(installed_here())}\n"
+        "checking cell writes: on"
+    )
+    assert lsp(shell, "stop").text == "stopped 1 server"  # ty was stopped already
+    assert lsp(shell, "stop").text == "stopped 0 servers"
+    assert lsp(shell, "stop nope").text == "stopped 0 servers"
+    # restart forgets the (server, root) slots, stopped or broken ones too: next use starts afresh
+    assert lsp(shell, "restart ruff").text == "restarted 1 server (they start on next use)"
+    assert lsp(shell, "restart").text == "restarted 1 server (they start on next use)"
+    assert lsp(shell, "restart").text == "restarted 0 servers (they start on next use)"
+    assert lsp(shell, "status").text == (
+        "no server running (servers start when a cell writes a file)\n"
+        f"installed: {', '.join(installed_here())}\n"
+        "checking cell writes: on"
+    )
+    with capture_output() as captured:  # and the next write starts them again
+        shell.run_cell("open('again.py', 'w').write('x: int = \"s\"\\n')", store_history=False)
+    assert [o.data["text/plain"] for o in captured.outputs] == [
+        '<diagnostics file="again.py">\nERROR [1:10] Object of type `Literal["s"]` is not '
+        "assignable to `int` [invalid-assignment] (ty)\n</diagnostics>"
+    ]
+    assert sorted(row.state for row in ipylsp.status()) == ["running", "running"]
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("bogus", "%lsp: argument SUBCOMMAND: invalid choice: 'bogus' (choose from 'status', "
+         "'list', 'install', 'which', 'start', 'stop', 'restart', 'check', 'diagnostics', "
+         "'hover', 'definition', 'references', 'completions', 'symbols', 'pending', 'on', "
+         "'off')"),
+        ("status extra", "%lsp: unrecognized arguments: extra"),
+        ("'unbalanced", "%lsp: No closing quotation"),
+        ("hover", "%lsp hover: the following arguments are required: PATH:LINE:COL"),
+        ("hover app.py", "%lsp: expected PATH:LINE:COL, got 'app.py'"),
+        ("hover app.py:1", "%lsp: expected PATH:LINE:COL, got 'app.py:1'"),
+        ("hover :1:1", "%lsp: expected PATH:LINE:COL, got ':1:1'"),
+        ("hover app.py:x:1", "%lsp: LINE and COL must be numbers in 'app.py:x:1'"),
+        ("definition app.py:1:y", "%lsp: LINE and COL must be numbers in 'app.py:1:y'"),
+        ("references app.py:0:1", "%lsp: LINE and COL are 1-based, got 'app.py:0:1'"),
+        ("completions app.py:1:0", "%lsp: LINE and COL are 1-based, got 'app.py:1:0'"),
+        ("hover missing.py:1:1", "%lsp hover: no such file: missing.py"),
+        ("definition missing.py:1:1", "%lsp definition: no such file: missing.py"),
+        ("references missing.py:1:1", "%lsp references: no such file: missing.py"),
+        ("completions missing.py:1:1", "%lsp completions: no such file: missing.py"),
+        ("symbols missing.py", "%lsp symbols: no such file: missing.py"),
+        ("check missing.py", "%lsp check: no such file: missing.py"),
+        ("check app.py --before missing.txt",
+         "%lsp check: cannot read missing.txt: No such file or directory"),
+        ("check app.py --severity loud", "%lsp check: argument --severity: invalid choice: "
+         "'loud' (choose from 'error', 'warning', 'all')"),
+        ("which", "%lsp which: the following arguments are required: id"),
+        ("which nope", "%lsp which: unknown server 'nope' (see %lsp list)"),
+        ("install", "%lsp install: name servers (see %lsp list), or --all"),
+        ("install ruff nope", "%lsp install: unknown server(s): nope"),
+        ("start", "%lsp start: the following arguments are required: path"),
+    ],
+)
+def test_bad_input_raises_usage_error(shell: InteractiveShell, line: str, reason: str) -> None:
+    assert usage_error(shell, line) == reason
+
+
+def test_usage_error_is_shown_as_one_line(shell: InteractiveShell) -> None:
+    """What the user sees: IPython prints `UsageError: <reason>` on stderr, no traceback."""
+    with capture_output() as captured:
+        shell.run_cell("%lsp hover app.py:0:1", store_history=False)
+    assert captured.stderr == "UsageError: %lsp: LINE and COL are 1-based, got 'app.py:0:1'\n"
+    assert captured.stdout == "" and captured.outputs == []
+
+TOP_HELP = (
+    'usage: %lsp [-h] SUBCOMMAND ...\n'
+    '\n'
+    'Language servers for this notebook.\n'
+    '\n'
+    'positional arguments:\n'
+    '  SUBCOMMAND\n'
+    '    status     running, starting and broken servers; installed ones\n'
+    '    list       every server ipylsp knows\n'
+    "    install    install servers into ipylsp's data dir\n"
+    '    which      the command ipylsp runs for a server\n'
+    '    start      start the servers for a file now\n'
+    '    stop       stop servers (all, or one id)\n'
+    '    restart    restart servers (all, or one id)\n'
+    "    check      what a file's text introduced (all, with --all)\n"
+    '    diagnostics\n'
+    '               last known diagnostics (no round trip)\n'
+    '    hover      hover at PATH:LINE:COL (1-based)\n'
+    '    definition\n'
+    '               definition at PATH:LINE:COL (1-based)\n'
+    '    references\n'
+    '               references at PATH:LINE:COL (1-based)\n'
+    '    completions\n'
+    '               completions at PATH:LINE:COL (1-based)\n'
+    '    symbols    the symbols of a file\n'
+    '    pending    problems not yet handed over, then forget them\n'
+    '    on         check files written by cells\n'
+    '    off        stop checking files written by cells\n'
+    '\n'
+    'options:\n'
+    '  -h, --help   show this help message and exit\n'
+)
