@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import logging
 import time
 from collections.abc import Iterable
@@ -352,6 +353,7 @@ class Checker:
             return
         results = {o.spec.id: o.current for o in outcomes if o.unknown is None}
         missed = {o.spec.id: o.before_text for o in outcomes if o.unknown is not None}
+        self.known.pop(path, None)  # `known` is ordered by last check: see `_other_files`
         self.known[path] = KnownFile(new_text, results, missed)
 
     async def _restore(
@@ -407,11 +409,20 @@ class Checker:
             client = outcome.client
             if client is None or outcome.unknown is not None or not client.alive:
                 continue
-            others = [
-                p
-                for p in client.recent_paths(MAX_OTHER_FILES + 1 + len(batch))
-                if p != path and p not in batch
-            ][:MAX_OTHER_FILES]
+            # The files checked last, not the documents used last: re-diagnosing others
+            # touches them too, and would push the file checked just before out of the cap.
+            others = list(
+                itertools.islice(
+                    (
+                        p
+                        for p in reversed(self.known)
+                        if p != path
+                        and p not in batch
+                        and client.documents.get(path_to_uri(p)) is not None
+                    ),
+                    MAX_OTHER_FILES,
+                )
+            )
             for other in others:
                 known = self.known.get(other)
                 if known is None or outcome.spec.id not in known.results:
