@@ -360,6 +360,74 @@ def test_preflight_of_an_unseen_file_is_relative_to_the_disk(ws: Workspace) -> N
     )
 
 
+IMPORTER = {
+    "ty": ("importer.py", "from proposed_mod import thing\n\nprint(thing)\n", "proposed_mod.py",
+           "thing = 1\n"),
+    "pyright": ("importer.py", "from proposed_mod import thing\n\nprint(thing)\n",
+                "proposed_mod.py", "thing = 1\n"),
+    "typescript": ("importer.ts", 'import { thing } from "./proposed_mod";\n\nvoid thing;\n',
+                   "proposed_mod.ts", "export const thing = 1;\n"),
+    "clangd": ("importer.c", '#include "proposed_mod.h"\n\nint use(void) { return thing; }\n',
+               "proposed_mod.h", "extern int thing;\n"),
+}
+
+
+def test_preflight_of_a_new_file_leaves_no_trace(ws: Workspace) -> None:
+    """A proposed new module resolves the importer's error only during the preflight: after
+    it, the servers see no such file again."""
+    importer_name, importer_text, module_name, module_text = IMPORTER[ws.d.server]
+    sub = ws.root / f"proposal_{ws.d.server}"
+    sub.mkdir()
+    importer, module = sub / importer_name, sub / module_name
+    ws.write(importer, importer_text)
+    assert ws.check(importer) != ""  # the module does not exist
+    assert ws.check(module, content=module_text) == ""
+    assert not module.exists()
+    assert ws.check(importer) == ""  # not "fixed": the module still does not exist
+    # Written for real, it fixes the importer (reported under the importer, as fixed).
+    ws.write(module, module_text)
+    report = ws.check_report(module)
+    assert [f.display_path for f in report.files if f.fixed] == [ws.rel(importer)]
+    assert not report.has_problems
+
+
+def test_deleting_a_module_breaks_its_importer_and_creating_it_fixes_it(ws: Workspace) -> None:
+    importer_name, importer_text, module_name, module_text = IMPORTER[ws.d.server]
+    sub = ws.root / f"deletion_{ws.d.server}"
+    sub.mkdir()
+    importer, module = sub / importer_name, sub / module_name
+    ws.write(importer, importer_text)
+    ws.write(module, module_text)
+    assert ws.check(importer) == ""
+    assert ws.check(module) == ""
+    module.unlink()
+    report = ws.check_report(module)
+    [broken] = [f for f in report.files if f.diagnostics or f.fixed]
+    assert broken.display_path == ws.rel(importer) and not broken.fixed
+    # The import fails (clangd goes on, and finds `thing` undeclared too).
+    lines = [0, 2] if ws.d.server == "clangd" else [0]
+    assert sorted((x.range.start.line, x.severity) for x in broken.diagnostics) == [
+        (line, Severity.ERROR) for line in lines
+    ]
+    ws.write(module, module_text)
+    report = ws.check_report(module)
+    assert format_text(report) == fixed(len(lines), ws.rel(importer))
+
+
+def test_module_and_importer_created_by_one_write(ws: Workspace) -> None:
+    importer_name, importer_text, module_name, module_text = IMPORTER[ws.d.server]
+    sub = ws.root / f"creation_{ws.d.server}"
+    sub.mkdir()
+    other = sub / f"other{ws.d.ext}"
+    ws.write(other, ws.d.source(ws.d.define("fine")))
+    assert ws.check(other) == ""  # the server is running, with a document open
+    importer, module = sub / importer_name, sub / module_name
+    ws.write(importer, importer_text)
+    ws.write(module, module_text)
+    report = ws.service.check_files([FileCheck(importer), FileCheck(module)])
+    assert format_text(report) == ""
+
+
 def test_baseline_rolls_forward_after_every_check(ws: Workspace) -> None:
     d = ws.d
     path = ws.new("roll")
@@ -443,6 +511,38 @@ CROSS_FILE = {
         "note: 'api' declared here [typecheck_call_too_few_args] (clang)",
     ),
 }
+
+
+CALLER_UPDATED = {
+    "ty": "from lib_sig import api\n\napi(1, 2)\n",
+    "pyright": "from lib_sig import api\n\napi(1, 2)\n",
+    "typescript": 'import { api } from "./lib_sig";\n\napi(1, 2);\n',
+    "clangd": '#include "lib_sig.h"\n\nint use(void) { return api(1, 2); }\n',
+}
+
+
+@pytest.mark.parametrize("lib_first", [True, False], ids=["lib-first", "caller-first"])
+def test_signature_and_caller_changed_by_one_write(ws: Workspace, lib_first: bool) -> None:
+    """A cell changes a signature and updates its caller: nothing is broken, whichever of the
+    two files is checked first."""
+    lib_name, lib_before, lib_after, caller_name, caller_text, _ = CROSS_FILE[ws.d.server]
+    sub = ws.root / f"together_{ws.d.server}_{lib_first}"
+    sub.mkdir()
+    lib, caller = sub / lib_name, sub / caller_name
+    ws.write(lib, lib_before)
+    ws.write(caller, caller_text)
+    assert ws.check(caller) == ""
+    assert ws.check(lib) == ""
+    ws.write(lib, lib_after)
+    ws.write(caller, CALLER_UPDATED[ws.d.server])
+    order = [lib, caller] if lib_first else [caller, lib]
+    report = ws.service.check_files([FileCheck(p) for p in order])
+    assert format_text(report) == ""
+    # And back, in the other order.
+    ws.write(lib, lib_before)
+    ws.write(caller, caller_text)
+    report = ws.service.check_files([FileCheck(p) for p in reversed(order)])
+    assert format_text(report) == ""
 
 
 def test_signature_change_breaks_a_caller_in_another_open_file(ws: Workspace) -> None:
