@@ -578,18 +578,21 @@ def test_caps_per_file_and_per_report(ws: Workspace) -> None:
     assert ws.check(many) == ws.block(
         many, *(d.undefined(body, i, f"missing_{i:02d}") for i in range(20)), "... and 5 more"
     )
-    paths = [ws.new("cap") for _ in range(3)]
+    # One write, four files of 20 errors: 50 shown, the cut announced in the third file's
+    # block and, for the fourth (nothing of it shown), after the blocks.
+    paths = [ws.new("cap") for _ in range(4)]
     for path in paths:
         ws.write(path, d.source(*body[:20]))
     report = ws.service.check_files([FileCheck(p) for p in paths])
     lines = [d.undefined(body, i, f"missing_{i:02d}") for i in range(20)]
     assert format_text(report) == "\n".join(
         [ws.block(paths[0], *lines), ws.block(paths[1], *lines),
-         ws.block(paths[2], *lines[:10], "... and 10 more")]
+         ws.block(paths[2], *lines[:10], "... and 10 more"),
+         f"... and 20 more in 1 other file ({ws.rel(paths[3])})"]
     )
     summary = to_json(report)["summary"]
-    assert summary == {"errors": 60, "warnings": 0, "fixed": 0, "unknown": 0, "shown": 50,
-                       "omitted": 10}
+    assert summary == {"errors": 80, "warnings": 0, "fixed": 0, "unknown": 0, "shown": 50,
+                       "omitted": 30}
 
 
 # --- the public function ----------------------------------------------------------------------
