@@ -345,3 +345,24 @@ def test_missing_binary_is_not_installed(tmp_path: Path) -> None:
 
 def test_alive_helper_sees_this_process() -> None:
     assert running(os.getpid())
+
+
+def test_versionless_rounds_settle_on_the_last_push(tmp_path: Path) -> None:
+    """An empty push followed by the real one (typescript-language-server) is not 'clean'."""
+
+    async def body() -> None:
+        client = await started(tmp_path, "--versionless-push", "--empty-push-first-ms", "60")
+        try:
+            path = tmp_path / "ts.py"
+            _, first = await client.diagnostics(path, "ERROR:real\n", "python",
+                                                deadline=deadline())
+            assert [d.message for d in first] == ["real"]
+            _, fixed = await client.diagnostics(path, "fine\n", "python", deadline=deadline())
+            assert fixed == ()
+            _, again = await client.diagnostics(path, "x\nERROR:again\n", "python",
+                                                deadline=deadline())
+            assert [(d.range.start.line, d.message) for d in again] == [(1, "again")]
+        finally:
+            await client.stop()
+
+    run(body)

@@ -30,6 +30,8 @@ from ipylsp.lsp.spec import ServerSpec
 log = logging.getLogger(__name__)
 
 STATIC_PULL = "<static>"
+VERSIONLESS_SETTLE = 0.2
+"""Seconds without a new push after which a versionless push counts as the last for a change."""
 
 # FileChangeType of workspace/didChangeWatchedFiles.
 FILE_CREATED, FILE_CHANGED, FILE_DELETED = 1, 2, 3
@@ -218,6 +220,12 @@ class LanguageClient:
     async def _abort(self, detail: str) -> None:
         self._set_broken(detail)
         await self._kill()
+
+    def exit_reason(self) -> str:
+        """Why a client that is no longer alive stopped (even before its exit watcher ran)."""
+        if self.crashed or self.state is ClientState.BROKEN:
+            return self.state_detail
+        return "crashed: " + self._exit_description("connection lost")
 
     def _exit_description(self, fallback: str) -> str:
         process = self._process
@@ -503,11 +511,28 @@ class LanguageClient:
             if self._pull_identifiers:
                 return await self._pull(doc, deadline)
             push = doc.push
-            if push is not None and (
-                push.version == version or (push.version is None and push.sequence > push_mark)
-            ):
+            if push is not None and push.version == version:
                 return push.diagnostics
+            if push is not None and push.version is None and push.sequence > push_mark:
+                return await self._settled_versionless(doc, deadline)
             await self._wait(changed, deadline)
+
+    async def _settled_versionless(self, doc: OpenDocument, deadline: float) -> list[Any]:
+        """A server that pushes without versions may push several rounds for one change
+        (typescript-language-server: `[]`, then the real list ~60 ms later). Nothing says which
+        is the last, so take the latest push once the document has had no new one for
+        `VERSIONLESS_SETTLE` seconds (or at the deadline)."""
+        while True:
+            push = doc.push
+            assert push is not None
+            quiet_until = min(push.received + VERSIONLESS_SETTLE, deadline)
+            remaining = quiet_until - time.monotonic()
+            if remaining <= 0:
+                return push.diagnostics
+            changed = self._changed
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining)
+            self._require_endpoint()
 
     async def _wait(self, event: asyncio.Event, deadline: float) -> None:
         remaining = deadline - time.monotonic()

@@ -34,6 +34,7 @@ class Push:
     version: int | None
     diagnostics: list[Any]
     sequence: int
+    received: float = field(default_factory=time.monotonic)
 
 
 @dataclass

@@ -51,9 +51,10 @@ def kill(sig):
             os.killpg(pgid, sig)
         except OSError:
             pass
-kill(signal.SIGTERM)
-time.sleep(0.5)
-kill(signal.SIGKILL)
+if groups:
+    kill(signal.SIGTERM)
+    time.sleep(0.5)
+    kill(signal.SIGKILL)
 """
 
 

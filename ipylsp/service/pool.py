@@ -104,7 +104,7 @@ class ClientPool:
 
     async def _after_crash(self, slot: Slot, client: LanguageClient, deadline: float) -> None:
         """A dead client: count the crash, back off, or give up and mark the slot broken."""
-        detail = client.state_detail
+        detail = client.exit_reason()
         slot.client = None
         await client.stop()
         slot.crashes += 1
