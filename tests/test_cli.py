@@ -189,7 +189,7 @@ def test_check_missing_server_exits_2(ws: Path) -> None:
     lines = out.splitlines()
     assert lines[0] == '<diagnostics file="main.zig">' and lines[-1] == "</diagnostics>"
     [unknown] = lines[1:-1]
-    assert unknown.startswith("UNKNOWN [zls] not installed ")
+    assert unknown.startswith("UNKNOWN [zls] not installed (")
     assert unknown.endswith(f"; {installers.install_hint(spec)}")
 
 

@@ -381,7 +381,7 @@ def test_a_server_found_nowhere_gets_its_install_hint_not_a_crash(
         assert unknown.hint == hint
         assert format_text(first) == (
             '<diagnostics file="src/main.rs">\n'
-            f"UNKNOWN [rust-analyzer] not installed {unknown.detail}: results for this file "
+            f"UNKNOWN [rust-analyzer] not installed ({unknown.detail}): results for this file "
             f"are incomplete; {hint}\n"
             "</diagnostics>"
         )

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ipylsp.analysis.model import Diagnostic, FileReport, Report, Severity, Unknown
+from ipylsp.analysis.model import Diagnostic, FileReport, Report, Severity, Unknown, UnknownReason
 
 if TYPE_CHECKING:
     from ipylsp.settings import Settings, SeverityFilter
@@ -237,6 +237,8 @@ def unknown_line(unknown: Unknown, *, brief: bool = False) -> str:
     if brief:
         return f"UNKNOWN [{server}] {reason}: results incomplete"
     detail = one_line(unknown.detail, 300)
+    if detail and unknown.reason is UnknownReason.NOT_INSTALLED:
+        detail = f"({detail})"  # "not installed (tsc not found)": a cause, not a continuation
     line = f"UNKNOWN [{server}] {reason}{' ' + detail if detail else ''}"
     line += ": results for this file are incomplete"
     hint = one_line(unknown.hint, 300)
