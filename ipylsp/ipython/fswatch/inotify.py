@@ -1,22 +1,8 @@
-"""Finding what child processes wrote: inotify (Linux) or a stat snapshot.
+"""The inotify tracker: watches on every directory of the roots, through ctypes (Linux).
 
-An audit hook cannot see the writes of ``!cmd``, ``%%bash`` or ``subprocess.run``. The watcher
-therefore *arms* a tracker when a cell spawns its first child (from inside the audit hook, so
-before the child exists) and *collects* at the end of the cell:
-
-- `InotifyTracker` (preferred): one inotify instance, a watch on every directory of the roots
-  (minus skipped ones), created on first use and kept across cells. Arming drains the queue
-  (new directories get watches before the child runs; earlier file events are dropped);
-  collecting reads what the queue holds. A cell with a child that wrote nothing costs a couple
-  of ``read()`` calls. Events are queued by the kernel synchronously with the write, so once the
-  child has exited its events are there: no sleeping.
-- `ScanTracker` (fallback): a (mtime_ns, ctime_ns, size, inode) snapshot of every file of the
-  roots taken when armed, compared with a second walk at the end. Costs two walks per cell with
-  children; used when inotify is unavailable (not Linux, ``max_user_instances`` reached) or the
-  watch limit (``/proc/sys/fs/inotify/max_user_watches``) is hit.
-
-Both report, per path, whether the file did not exist when armed (``created``) and, for a
-rename of a file that did exist, where it came from (``moved_from``). Neither reads contents.
+Its own module because it is most of the child-write machinery (the ctypes binding, the event
+queue, keeping watches in step with renamed and new directories) and only one of the two
+trackers; see the `ipylsp.ipython.fswatch` docstring for how it is used.
 """
 
 from __future__ import annotations
@@ -27,79 +13,11 @@ import os
 import struct
 import sys
 import time
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Collection
 
-from ipylsp.ipython.skip import SKIP_DIRS, VENV_MARKER
-
-
-@dataclass(slots=True)
-class ChildChange:
-    created: bool  # the path did not exist when the tracker was armed
-    moved_from: str | None = None  # a path that existed when armed and was renamed here
-
-
-@dataclass(slots=True)
-class ChildChanges:
-    paths: dict[str, ChildChange] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # why the result may be incomplete
-
-    def touch(self, path: str, *, created: bool = False) -> ChildChange:
-        change = self.paths.get(path)
-        if change is None:
-            change = self.paths[path] = ChildChange(created=created)
-        return change
-
-    def origin(self, path: str) -> str | None:
-        """Where the content at `path` came from, if it existed when armed."""
-        change = self.paths.get(path)
-        if change is None:
-            return path
-        if change.moved_from is not None:
-            return change.moved_from
-        return None if change.created else path
-
-
-class TrackerUnavailable(Exception):
-    """The tracker cannot work here (no inotify, watch limit, workspace over the caps)."""
-
-
-class ChildTracker(Protocol):
-    mode: str
-    failed: str | None  # the tracker cannot go on (the watcher switches to another)
-
-    def idle(self) -> None:
-        """Between cells: keep up with the tree, forget file events."""
-
-    def arm(self, roots: tuple[str, ...]) -> None:
-        """A child is about to be spawned: changes from now on count."""
-
-    def touched(self, path: str) -> bool:
-        """Whether `path` changed since `arm` (a kernel write after a child's write)."""
-
-    def collect(self) -> ChildChanges:
-        """End of the cell: what changed since `arm`."""
-
-    def close(self) -> None: ...
-
-
-# -- walking -----------------------------------------------------------------------------------
-
-
-def _scandir(directory: str) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(directory) as it:
-            return list(it)
-    except OSError:
-        return []
-
-
-def _skip_dir(entries: list[os.DirEntry[str]]) -> bool:
-    return any(e.name == VENV_MARKER for e in entries)
-
-
-# -- inotify -----------------------------------------------------------------------------------
+from ipylsp.ipython.fswatch.scan import mtime_changes, scandir, skip_dir
+from ipylsp.ipython.fswatch.tracker import ChildChanges, TrackerUnavailable
+from ipylsp.ipython.skip import SKIP_DIRS
 
 IN_MODIFY = 0x00000002
 IN_CLOSE_WRITE = 0x00000008
@@ -181,7 +99,7 @@ def max_user_watches() -> int | None:
 
 
 class InotifyTracker:
-    """Watches every (non-skipped) directory of the roots; see the module docstring."""
+    """Watches every (non-skipped) directory of the roots; see the `fswatch` docstring."""
 
     mode = "inotify"
 
@@ -236,8 +154,8 @@ class InotifyTracker:
             wd = self._add_watch(directory)  # before listing: nothing created after is missed
             if wd < 0:
                 continue
-            entries = _scandir(directory)
-            if not (is_root and directory == top) and _skip_dir(entries):
+            entries = scandir(directory)
+            if not (is_root and directory == top) and skip_dir(entries):
                 self._remove_watch(wd)
                 continue
             for entry in entries:
@@ -428,94 +346,3 @@ class InotifyTracker:
             self._fd = -1
             self._wd_dir.clear()
             self._dir_wd.clear()
-
-
-# -- stat snapshot -----------------------------------------------------------------------------
-
-Signature = tuple[int, int, int, int]  # mtime_ns, ctime_ns, size, inode
-
-
-def snapshot(
-    roots: Iterable[str], skip_dirs: Collection[str] = SKIP_DIRS, max_files: int = 200_000
-) -> dict[str, Signature]:
-    """(mtime_ns, ctime_ns, size, inode) of every regular file below the roots."""
-    skip = frozenset(skip_dirs)
-    out: dict[str, Signature] = {}
-    for root in roots:
-        stack = [root]
-        while stack:
-            directory = stack.pop()
-            entries = _scandir(directory)
-            if directory != root and _skip_dir(entries):
-                continue
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in skip:
-                            stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        out[entry.path] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-                except OSError:
-                    continue
-            if len(out) > max_files:
-                raise TrackerUnavailable(f"more than {max_files} files to scan")
-    return out
-
-
-class ScanTracker:
-    mode = "scan"
-    failed: str | None = None
-
-    def __init__(self, skip_dirs: Collection[str] = SKIP_DIRS, max_files: int = 200_000) -> None:
-        self._skip = frozenset(skip_dirs)
-        self._max_files = max_files
-        self._roots: tuple[str, ...] = ()
-        self._before: dict[str, Signature] | None = None
-
-    def idle(self) -> None:
-        self._before = None
-
-    def arm(self, roots: tuple[str, ...]) -> None:
-        if self._before is None:
-            self._roots = roots
-            self._before = snapshot(roots, self._skip, self._max_files)
-
-    def touched(self, path: str) -> bool:
-        if self._before is None:
-            return False
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return path in self._before
-        now = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-        return self._before.get(path) != now
-
-    def collect(self) -> ChildChanges:
-        before, self._before = self._before, None
-        changes = ChildChanges()
-        if before is None:
-            return changes
-        after = snapshot(self._roots, self._skip, self._max_files)
-        removed = {p: sig for p, sig in before.items() if p not in after}
-        by_inode = {sig[3]: p for p, sig in removed.items()}
-        for path, sig in after.items():
-            old = before.get(path)
-            if old == sig:
-                continue
-            change = changes.touch(path, created=old is None)
-            source = by_inode.get(sig[3])
-            if source is not None and removed[source][0] == sig[0]:  # same inode, same mtime
-                change.moved_from = source
-        for path in removed:
-            changes.touch(path)
-        return changes
-
-    def close(self) -> None:
-        self._before = None
-
-
-def mtime_changes(roots: Iterable[str], since_ns: int, skip_dirs: Collection[str]) -> list[str]:
-    """Files whose mtime or ctime is at or after `since_ns` (inotify overflow fallback)."""
-    found = snapshot(roots, skip_dirs, max_files=sys.maxsize)
-    return [p for p, sig in found.items() if sig[0] >= since_ns or sig[1] >= since_ns]
