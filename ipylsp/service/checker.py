@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +28,6 @@ from ipylsp.settings import Settings
 __all__ = ["Checker", "FileWrite", "ServerOutcome", "display_path", "merge_reports"]
 
 log = logging.getLogger(__name__)
-
-SYNTAX_ID = "syntax"
-
 
 @dataclass
 class ServerOutcome:
@@ -320,7 +316,3 @@ def _server_before(spec: ServerSpec, before_text: str, known: KnownFile | None) 
     if known is not None and spec.id in known.missed:
         return known.missed[spec.id]
     return before_text
-
-
-def now() -> float:
-    return time.monotonic()
