@@ -95,7 +95,27 @@ def _status(settings: Settings, out: TextIO) -> int:
         print(f"{server_id:<{width}}  {state:<9}  {languages:<24}  {where}", file=out)
     installed = sum(1 for r in rows if r[2] == "installed")
     print(f"{installed} of {len(rows)} servers installed", file=out)
+    _print_running(settings, out)
     return EXIT_CLEAN
+
+
+def _print_running(settings: Settings, out: TextIO) -> None:
+    """Servers that live processes (kernels) run or found broken, per workspace root."""
+    from ipylsp.lsp import locate
+    from ipylsp.service.statusfile import read_status
+
+    running = read_status(locate.data_dir(settings))
+    if not running:
+        print("no server is running in any process", file=out)
+        return
+    for row in running:
+        pid = f"  pid {row['pid']}" if row.get("pid") else ""
+        detail = f"  {row['detail']}" if row.get("detail") not in (None, "", row["state"]) else ""
+        print(
+            f"{row['server']}  {row['state']}  {row['root']}{pid}  (process {row['owner']})"
+            f"{detail}",
+            file=out,
+        )
 
 
 def _list(settings: Settings, out: TextIO, *, installed_only: bool) -> int:

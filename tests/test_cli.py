@@ -29,7 +29,12 @@ GOOD_C = "int main(void) {\n  return 0;\n}\n"
 MISSING = "ERROR [3:10] Use of undeclared identifier 'missing' [undeclared_var_use] (clang)"
 UNUSED = "WARN [2:3] Expression result unused [-Wunused-value] (clang)"
 
-needs_clangd = pytest.mark.skipif(shutil.which("clangd") is None, reason="clangd not on PATH")
+@pytest.fixture
+def _clangd() -> None:
+    assert shutil.which("clangd"), "clangd is not on PATH: apt-get install clangd (CI: .ci/run)"
+
+
+needs_clangd = pytest.mark.usefixtures("_clangd")
 
 
 @pytest.fixture
@@ -238,7 +243,8 @@ def test_check_as_a_real_process(ws: Path) -> None:
 def test_status(ws: Path) -> None:
     code, out = run(ws, "status")
     assert code == EXIT_CLEAN
-    *rows, summary = out.splitlines()
+    *rows, summary, running = out.splitlines()
+    assert running == "no server is running in any process"
     specs = registry.all_specs()
     assert [row.split()[0] for row in rows] == [spec.id for spec in specs]
     installed = [row for row in rows if row.split()[1] == "installed"]
@@ -255,6 +261,29 @@ def test_status(ws: Path) -> None:
             f"{'pyright':<{width}}  {'missing':<9}  {'python':<24}  "
             f"{installers.install_hint(pyright)}"
         )
+
+
+def test_status_lists_servers_running_in_other_services(ws: Path) -> None:
+    """A kernel's servers (here: a Service in this process) show in `ipylsp status`."""
+    from ipylsp.lsp.spec import InstallRecipe, ServerSpec
+    from ipylsp.service.service import Service
+    from ipylsp.settings import Settings
+    from tests.conftest import fake_command
+
+    fake = ServerSpec(id="fake", name="Fake", languages=("shellscript",),
+                      command=fake_command(), install=InstallRecipe("path"))
+    settings = Settings(data_dir=ws.parent / "data", extra_specs=(fake,),
+                        language_servers={"shellscript": ("fake",)})
+    (ws / "a.sh").write_text("echo ok\n")
+    with Service(settings) as service:
+        service.check(ws / "a.sh")
+        (pid,) = service.server_pids()
+        _, out = run(ws, "status")
+        assert out.splitlines()[-1] == (
+            f"fake  running  {ws}  pid {pid}  (process {os.getpid()})"
+        )
+    _, out = run(ws, "status")
+    assert out.splitlines()[-1] == "no server is running in any process"
 
 
 def test_list(ws: Path) -> None:

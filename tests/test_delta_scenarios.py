@@ -108,10 +108,13 @@ def settings_for(server: str, **changes: Any) -> Settings:
     )
 
 
-def installed(server: str) -> bool:
+def require(server: str) -> None:
+    """Fail loudly (never skip) when a server these scenarios need is missing."""
     spec = registry.get(server)
     assert spec is not None
-    return locate.resolve_command(spec, locate.data_dir(Settings())) is not None
+    assert locate.resolve_command(spec, locate.data_dir(Settings())) is not None, (
+        f"{server} is not installed: run scripts/bootstrap ({registry.install_hint(spec)})"
+    )
 
 
 class Workspace:
@@ -148,8 +151,7 @@ def ws(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
     Workspace
 ]:
     server: str = request.param
-    if not installed(server):
-        pytest.skip(f"{server} is not installed (ipylsp install {server})")
+    require(server)
     root = tmp_path_factory.mktemp(f"ws-{server}")
     git(root, "init", "-q")
     if server == "clangd":  # every error, not the first 20 and "too many errors emitted"
@@ -598,10 +600,10 @@ def test_caps_per_file_and_per_report(ws: Workspace) -> None:
 # --- the public function ----------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not installed("clangd"), reason="clangd is not installed")
 def test_ipylsp_check_is_the_same_delta(tmp_path: Path) -> None:
     """`ipylsp.check(path, content=, before=)` on the process-wide service (clangd: the only
     server for C whatever else is installed)."""
+    require("clangd")
     import ipylsp
 
     git(tmp_path, "init", "-q")

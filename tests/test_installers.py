@@ -503,10 +503,8 @@ def test_real_pip_install_of_ruff(tmp_path: Path) -> None:
     assert not any("creating" in line for line in again)
 
 
-@pytest.mark.skipif(
-    shutil.which("npm") is None or shutil.which("node") is None, reason="needs node and npm"
-)
 def test_real_npm_install_of_the_dockerfile_server(tmp_path: Path) -> None:
+    assert shutil.which("npm") and shutil.which("node"), "needs node and npm (CI: .ci/run)"
     data = tmp_path / "data"
     spec = _spec_of("dockerfile-language-server")
     lines: list[str] = []

@@ -562,6 +562,26 @@ def test_server_still_starting_when_the_budget_ends(tmp_path: Path) -> None:
         assert third.displays == [block("c.py", "ERROR [1:10] bad [E1] (fake)")]
 
 
+def test_a_long_check_shows_what_it_waits_for_then_the_report(tmp_path: Path) -> None:
+    """A check that outlives half a second shows one waiting line (which server, why),
+    updated in place and finally replaced by the report itself: one output, not a flood."""
+    ws = seed_workspace(tmp_path)
+    slow = [sys.executable, str(FAKE_SERVER), "--slow-initialize-ms", "1500", "--lifetime-s", "60"]
+    with Kernel(kernel_dir_for(tmp_path), ws) as k:
+        assert k.run("%load_ext ipylsp").outputs == []
+        k.run(f"%config IPyLSP.custom_servers = {{'slow': {{'command': {slow!r}, "
+              "'languages': ['python']}}")
+        k.run("%config IPyLSP.language_servers = {'python': ['slow']}")
+        cell = k.run("open('w.py', 'w').write('x = 1  # ERROR:late\\n');")
+        assert cell.displays == [block("w.py", "ERROR [1:10] late [E1] (fake)")]
+        assert cell.kinds == ["display_data"]
+        kinds = [m["msg_type"] for m in cell.messages]
+        assert kinds[0] == "display_data" and set(kinds[1:]) == {"update_display_data"}, kinds
+        texts = [m["content"]["data"]["text/plain"] for m in cell.messages]
+        assert texts[0] == "ipylsp: waiting for slow (starting)"
+        assert texts[-1] == cell.displays[0]
+
+
 # -- notebooks/agent_loop.ipynb -------------------------------------------------------------------
 
 

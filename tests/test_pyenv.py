@@ -394,8 +394,9 @@ def outside_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _command(server_id: str) -> tuple[str, ...]:
     spec = _spec(server_id)
     command = locate.resolve_command(spec, locate.data_dir())
-    if command is None:
-        pytest.skip(f"{server_id} is not installed: {registry.install_hint(spec)}")
+    assert command is not None, (
+        f"{server_id} is not installed: run scripts/bootstrap ({registry.install_hint(spec)})"
+    )
     return command
 
 

@@ -27,15 +27,34 @@ def options_for(config: IPyLSP, **overrides: Any) -> FormatOptions:
     return FormatOptions(**values)
 
 
-def show_report(report: Report, config: IPyLSP, notes: tuple[str, ...] = ()) -> None:
-    """Display the report under the current cell, unless there is nothing to say."""
-    from IPython.display import display
+class CellReport:
+    """The one display of a cell's report. A check that takes long first shows a waiting line
+    (which servers, starting or indexing), updated in place and finally replaced by the report.
+    """
 
-    if notes:
-        report = dataclasses.replace(report, notes=report.notes + tuple(notes))
-    bundle = mime_bundle(report, options_for(config))
-    if bundle:
-        display(bundle, raw=True)  # type: ignore[no-untyped-call]
+    def __init__(self) -> None:
+        self._handle: Any = None
+
+    def waiting(self, line: str) -> None:
+        from IPython.display import display
+
+        bundle = {"text/plain": line}
+        if self._handle is None:
+            self._handle = display(bundle, raw=True, display_id=True)  # type: ignore[no-untyped-call]
+        else:
+            self._handle.update(bundle, raw=True)
+
+    def show(self, report: Report, config: IPyLSP, notes: tuple[str, ...] = ()) -> None:
+        """The report, unless there is nothing to say (then a waiting line is emptied)."""
+        from IPython.display import display
+
+        if notes:
+            report = dataclasses.replace(report, notes=report.notes + tuple(notes))
+        bundle = mime_bundle(report, options_for(config))
+        if self._handle is not None:
+            self._handle.update(bundle or {"text/plain": ""}, raw=True)
+        elif bundle:
+            display(bundle, raw=True)  # type: ignore[no-untyped-call]
 
 
 class ReportView:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ipylsp.config import IPyLSP
-from ipylsp.ipython.display import show_report
+from ipylsp.ipython.display import CellReport
 from ipylsp.ipython.watch import Write, WriteWatcher
 from ipylsp.lsp import roots
 
@@ -84,8 +84,9 @@ class CellChecks:
         from ipylsp.service.service import FileCheck
 
         checks = [FileCheck(w.path, before=_before(w)) for w in writes]
-        report = self.service.check_files(checks)
-        show_report(report, self.config, notes)
+        output = CellReport()
+        report = self.service.check_files(checks, progress=output.waiting)
+        output.show(report, self.config, notes)
 
     def close(self) -> None:
         self.config.unobserve(self._on_config_change)

@@ -9,10 +9,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+def _shorter(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 class LoopTimeout(Exception):
@@ -50,17 +57,36 @@ class BackgroundLoop:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run `coro` on the loop and wait for it; cancel it and raise `LoopTimeout` on timeout."""
+    def run(
+        self,
+        coro: Coroutine[Any, Any, T],
+        timeout: float | None = None,
+        *,
+        on_wait: Callable[[], None] | None = None,
+        first_wait: float = 0.5,
+        every: float = 0.25,
+    ) -> T:
+        """Run `coro` on the loop and wait for it; cancel it and raise `LoopTimeout` on timeout.
+
+        `on_wait` is called from the waiting thread after `first_wait` seconds without a result
+        and every `every` seconds after that (to show progress on long waits)."""
         if self.in_loop_thread():
             coro.close()
             raise RuntimeError("BackgroundLoop.run called from the loop's own thread")
         future = self.submit(coro)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise LoopTimeout(f"no result within {timeout} s") from None
+        end = None if timeout is None else time.monotonic() + timeout
+        step = first_wait if on_wait is not None else timeout
+        while True:
+            remaining = None if end is None else max(end - time.monotonic(), 0.0)
+            try:
+                return future.result(_shorter(step, remaining))
+            except concurrent.futures.TimeoutError:
+                if end is not None and time.monotonic() >= end:
+                    future.cancel()
+                    raise LoopTimeout(f"no result within {timeout} s") from None
+            if on_wait is not None:
+                on_wait()
+                step = every
 
     def stop(self, timeout: float = 5.0) -> None:
         if not self.running:

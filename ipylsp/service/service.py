@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -114,15 +114,27 @@ class Service:
             [FileCheck(self._normalize(path), before=before, content=content)], timeout=timeout
         )
 
-    def check_files(self, files: Sequence[FileCheck], *, timeout: float | None = None) -> Report:
-        """One report for several written files (a cell that wrote many)."""
+    def check_files(
+        self,
+        files: Sequence[FileCheck],
+        *,
+        timeout: float | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> Report:
+        """One report for several written files (a cell that wrote many).
+
+        `progress`, if given, is called with a line saying what the check waits for (servers
+        starting, indexing) when it takes longer than half a second, and then every 0.25 s."""
         budget = self._settings.wait_budget if timeout is None else float(timeout)
         if not files:
             return Report()
         deadline = time.monotonic() + budget
         loop = self._background()
         try:
-            reports = loop.run(self._check_all(files, deadline), budget + _HANDOVER_MARGIN)
+            on_wait = None if progress is None else lambda: progress(self._waiting_for())
+            reports = loop.run(
+                self._check_all(files, deadline), budget + _HANDOVER_MARGIN, on_wait=on_wait
+            )
         except LoopTimeout:
             reports = [
                 FileReport(
@@ -134,7 +146,26 @@ class Service:
             ]
         report = Report(files=tuple(reports), root=_common_root(r.path for r in reports))
         self._pending.record(report)
+        self._publish_status()
         return report
+
+    def _waiting_for(self) -> str:
+        """A line for people: which servers a long check is waiting for, and why."""
+        parts = []
+        for row in self.status():
+            if row.state == "starting":
+                parts.append(f"{row.server_id} (starting)")
+            elif row.state == "running" and row.detail not in ("", "running"):
+                parts.append(f"{row.server_id} ({row.detail})")
+        what = ", ".join(parts) if parts else "diagnostics"
+        return f"ipylsp: waiting for {what}"
+
+    def _publish_status(self) -> None:
+        """Let `ipylsp status` in another process see this process's servers."""
+        from ipylsp.lsp.locate import data_dir
+        from ipylsp.service.statusfile import write_status
+
+        write_status(data_dir(self._settings), id(self), self.status())
 
     def pending(self) -> tuple[Report, int]:
         """Problems introduced by writes and not yet handed over (then forgotten), and the
@@ -231,21 +262,27 @@ class Service:
         if self._loop is None:
             return 0
         self._checker.forget_reported()
-        return self._loop.run(self._pool.restart(server_id), 30.0)
+        count = self._loop.run(self._pool.restart(server_id), 30.0)
+        self._publish_status()
+        return count
 
     def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
         """Start (or confirm) every server that serves `path`; one status line per server."""
         budget = self._settings.wait_budget if timeout is None else float(timeout)
         coro = self._checker.start_servers(self._normalize(path), time.monotonic() + budget)
         try:
-            return self._background().run(coro, budget + _HANDOVER_MARGIN)
+            lines = self._background().run(coro, budget + _HANDOVER_MARGIN)
         except LoopTimeout:
             return [f"no answer within {budget:.1f} s"]
+        self._publish_status()
+        return lines
 
     def stop(self, server_id: str | None = None) -> int:
         if self._loop is None:
             return 0
-        return self._loop.run(self._pool.stop(server_id), 30.0)
+        count = self._loop.run(self._pool.stop(server_id), 30.0)
+        self._publish_status()
+        return count
 
     def server_pids(self) -> list[int]:
         return [row.pid for row in self.status() if row.pid is not None]
@@ -262,6 +299,10 @@ class Service:
                 loop.run(self._pool.close(), self._settings.shutdown_grace * 2 + 5)
             loop.stop()
         self._checker.close()
+        from ipylsp.lsp.locate import data_dir
+        from ipylsp.service.statusfile import remove_status
+
+        remove_status(data_dir(self._settings), id(self))
 
     def __enter__(self) -> Service:
         return self
