@@ -5,6 +5,10 @@ to the version that was current when it was sent, and a document's lock keeps an
 being sent while a pull for it is outstanding, so a pull can never be answered for another
 version than the one it is credited to. A push counts only when it carries the awaited version
 (or, for servers that send no version, when it arrived after the change was sent).
+
+The client keeps the process, its state machine and the order of the steps; document sync is
+in sync.py, the server->client handlers in server_requests.py, the waiting for a version's
+diagnostics in diagnostics.py.
 """
 
 from __future__ import annotations
@@ -22,16 +26,21 @@ from ipylsp.analysis.model import Diagnostic, UnknownReason
 from ipylsp.analysis.positions import Encoding, choose_encoding
 from ipylsp.lsp import capabilities as caps
 from ipylsp.lsp.convert import to_diagnostics
-from ipylsp.lsp.documents import DocumentTable, OpenDocument, Push, path_to_uri, uri_to_path
+from ipylsp.lsp.diagnostics import VERSIONLESS_SETTLE, DiagnosticsWaiter
+from ipylsp.lsp.documents import DocumentTable, path_to_uri
+from ipylsp.lsp.errors import ClientError
 from ipylsp.lsp.jsonrpc import ConnectionLost, Endpoint, RequestTimeout, ResponseError
 from ipylsp.lsp.process import ServerProcess, spawn
+from ipylsp.lsp.server_requests import STATIC_PULL, Progress, ServerHandlers
 from ipylsp.lsp.spec import ServerSpec
+from ipylsp.lsp.sync import DocumentSync
+
+__all__ = [  # the client's API, wherever it is defined
+    "FILE_CHANGED", "FILE_CREATED", "FILE_DELETED", "STATIC_PULL", "VERSIONLESS_SETTLE",
+    "ClientError", "ClientState", "LanguageClient", "Progress",
+]
 
 log = logging.getLogger(__name__)
-
-STATIC_PULL = "<static>"
-VERSIONLESS_SETTLE = 0.2
-"""Seconds without a new push after which a versionless push counts as the last for a change."""
 
 # FileChangeType of workspace/didChangeWatchedFiles.
 FILE_CREATED, FILE_CHANGED, FILE_DELETED = 1, 2, 3
@@ -43,47 +52,6 @@ class ClientState(enum.Enum):
     RUNNING = "running"
     STOPPING = "stopping"
     BROKEN = "broken"
-
-
-class ClientError(Exception):
-    """Why a server could not answer; becomes an `Unknown` in reports."""
-
-    def __init__(self, reason: UnknownReason, detail: str) -> None:
-        super().__init__(f"{reason.value}: {detail}")
-        self.reason = reason
-        self.detail = detail
-
-
-class Progress:
-    """`$/progress` work in flight: lets callers tell "indexing" from "hung"."""
-
-    def __init__(self) -> None:
-        self.active: dict[str, str] = {}
-
-    def update(self, params: Any) -> None:
-        if not isinstance(params, dict):
-            return
-        token, value = str(params.get("token")), params.get("value")
-        if not isinstance(value, dict):
-            return
-        kind = value.get("kind")
-        if kind == "end":
-            self.active.pop(token, None)
-            return
-        title = value.get("title") or self.active.get(token, "")
-        parts = [str(title)] if title else []
-        if value.get("message"):
-            parts.append(str(value["message"]))
-        if isinstance(value.get("percentage"), (int, float)):
-            parts.append(f"{value['percentage']:.0f}%")
-        self.active[token] = " ".join(parts) or "working"
-
-    @property
-    def busy(self) -> bool:
-        return bool(self.active)
-
-    def describe(self) -> str:
-        return "; ".join(self.active.values())
 
 
 class LanguageClient:
@@ -105,7 +73,6 @@ class LanguageClient:
         self.command = command
         self.request_timeout = request_timeout
         self.shutdown_grace = shutdown_grace
-        self.max_open_documents = max_open_documents
         self.max_message_bytes = max_message_bytes
         self.state = ClientState.STOPPED
         self.state_detail = ""
@@ -114,16 +81,16 @@ class LanguageClient:
         self.server_info: dict[str, Any] = {}
         self.progress = Progress()
         self.documents = DocumentTable()
-        self.messages: list[str] = []
         self.started_at: float | None = None
         self.last_used = time.monotonic()
         self._process: ServerProcess | None = None
         self._endpoint: Endpoint | None = None
         self._exit_task: asyncio.Task[None] | None = None
-        self._pull_identifiers: dict[str, str | None] = {}
-        self._push_sequence = 0
-        self._changed = asyncio.Event()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._server = ServerHandlers(spec, root, self.documents, self.progress)
+        self._waiter = DiagnosticsWaiter(
+            self._server, self._require_endpoint, self._exit_description
+        )
+        self._sync = DocumentSync(self.documents, self._send, max_open_documents)
         self.crashed = False
 
     # -- public state -------------------------------------------------------------------------
@@ -147,12 +114,20 @@ class LanguageClient:
 
     @property
     def uses_pull(self) -> bool:
-        return bool(self._pull_identifiers)
+        return bool(self._server.pull_identifiers)
 
-    def _wake(self) -> None:
-        """Wake every waiter; each waiter grabbed the event before checking its condition."""
-        old, self._changed = self._changed, asyncio.Event()
-        old.set()
+    @property
+    def max_open_documents(self) -> int:
+        return self._sync.max_open_documents
+
+    @max_open_documents.setter
+    def max_open_documents(self, value: int) -> None:
+        self._sync.max_open_documents = value
+
+    @property
+    def messages(self) -> list[str]:
+        """The server's last `window/showMessage` texts (at most 10)."""
+        return self._server.messages
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -174,7 +149,7 @@ class LanguageClient:
             proc.stdout, proc.stdin, name=self.spec.id, max_body=self.max_message_bytes
         )
         self._endpoint = endpoint
-        self._register_handlers(endpoint)
+        self._server.register(endpoint)
         endpoint.start()
         self._exit_task = asyncio.get_running_loop().create_task(self._watch_exit())
         self.started_at = time.monotonic()
@@ -191,7 +166,7 @@ class LanguageClient:
             self.encoding = choose_encoding(self.server_capabilities.get("positionEncoding"))
             declares_pull, identifier = caps.static_pull(self.server_capabilities)
             if declares_pull:
-                self._pull_identifiers[STATIC_PULL] = identifier
+                self._server.pull_identifiers[STATIC_PULL] = identifier
             await endpoint.notify("initialized", {})
             if self.spec.settings:
                 await endpoint.notify(
@@ -256,7 +231,7 @@ class LanguageClient:
                 self.state_detail = "crashed: " + self._exit_description("exited")
             log.warning("%s %s", self.spec.id, self.state_detail)
         await endpoint.close(self.state_detail or "server exited")
-        self._wake()
+        self._server.wake()
 
     async def stop(self) -> None:
         """shutdown + exit, then kill the process tree after the grace period."""
@@ -282,105 +257,7 @@ class LanguageClient:
             await self._endpoint.close("stopped")
         if self._exit_task is not None and not self._exit_task.done():
             self._exit_task.cancel()
-        self._wake()
-
-    # -- server -> client ---------------------------------------------------------------------
-
-    def _register_handlers(self, endpoint: Endpoint) -> None:
-        endpoint.on_request("workspace/configuration", self._on_configuration)
-        endpoint.on_request("client/registerCapability", self._on_register)
-        endpoint.on_request("client/unregisterCapability", self._on_unregister)
-        endpoint.on_request("workspace/diagnostic/refresh", self._on_refresh)
-        endpoint.on_request("workspace/workspaceFolders", self._on_workspace_folders)
-        endpoint.on_request("workspace/applyEdit", self._on_apply_edit)
-        endpoint.on_request("window/showDocument", self._on_show_document)
-        for method in (
-            "window/workDoneProgress/create",
-            "window/showMessageRequest",
-            "workspace/semanticTokens/refresh",
-            "workspace/inlayHint/refresh",
-            "workspace/codeLens/refresh",
-            "workspace/inlineValue/refresh",
-            "workspace/foldingRange/refresh",
-        ):
-            endpoint.on_request(method, self._answer_null)
-        endpoint.on_notification("textDocument/publishDiagnostics", self._on_publish)
-        endpoint.on_notification("$/progress", self._on_progress)
-        endpoint.on_notification("window/showMessage", self._on_show_message)
-        endpoint.on_notification("window/logMessage", self._on_log_message)
-
-    async def _answer_null(self, params: Any) -> None:
-        return None
-
-    async def _on_configuration(self, params: Any) -> list[Any]:
-        items = params.get("items", []) if isinstance(params, dict) else []
-        return [
-            caps.lookup_section(self.spec.settings, (item or {}).get("section"))
-            for item in items
-        ]
-
-    async def _on_register(self, params: Any) -> None:
-        registrations = params.get("registrations", []) if isinstance(params, dict) else []
-        for registration in registrations:
-            if not isinstance(registration, dict):
-                continue
-            if registration.get("method") == "textDocument/diagnostic":
-                options = registration.get("registerOptions") or {}
-                identifier = options.get("identifier") if isinstance(options, dict) else None
-                self._pull_identifiers[str(registration.get("id"))] = (
-                    identifier if isinstance(identifier, str) else None
-                )
-        self._wake()
-
-    async def _on_unregister(self, params: Any) -> None:
-        # The spec's field really is spelled "unregisterations".
-        entries = params.get("unregisterations", []) if isinstance(params, dict) else []
-        for entry in entries:
-            if isinstance(entry, dict):
-                self._pull_identifiers.pop(str(entry.get("id")), None)
-        self._wake()
-
-    async def _on_refresh(self, params: Any) -> None:
-        self._wake()
-
-    async def _on_workspace_folders(self, params: Any) -> list[dict[str, str]]:
-        return [{"uri": self.root.as_uri(), "name": self.root.name or str(self.root)}]
-
-    async def _on_apply_edit(self, params: Any) -> dict[str, Any]:
-        return {"applied": False, "failureReason": "ipylsp does not apply edits"}
-
-    async def _on_show_document(self, params: Any) -> dict[str, Any]:
-        return {"success": False}
-
-    def _on_publish(self, params: Any) -> None:
-        if not isinstance(params, dict):
-            return
-        doc = self.documents.get(str(params.get("uri")))
-        if doc is None:
-            path = uri_to_path(str(params.get("uri")))
-            doc = self.documents.get(path_to_uri(path)) if path is not None else None
-        if doc is None:
-            return
-        items = params.get("diagnostics")
-        version = params.get("version")
-        self._push_sequence += 1
-        doc.push = Push(
-            version if isinstance(version, int) else None,
-            items if isinstance(items, list) else [],
-            self._push_sequence,
-        )
-        self._wake()
-
-    def _on_progress(self, params: Any) -> None:
-        self.progress.update(params)
-
-    def _on_show_message(self, params: Any) -> None:
-        if isinstance(params, dict) and params.get("message"):
-            self.messages = [*self.messages[-9:], str(params["message"])[:500]]
-
-    def _on_log_message(self, params: Any) -> None:
-        if isinstance(params, dict):
-            log.debug("%s: %s", self.spec.id, str(params.get("message"))[:500])
+        self._server.wake()
 
     # -- documents ----------------------------------------------------------------------------
 
@@ -395,51 +272,6 @@ class LanguageClient:
             await self._require_endpoint().notify(method, params)
         except ConnectionLost:
             raise ClientError(UnknownReason.CRASHED, self._exit_description("lost")) from None
-
-    async def _open_or_change(self, path: Path, text: str, language_id: str) -> OpenDocument:
-        """Make the server see `text` for `path`; a new text gets a new version."""
-        uri = path_to_uri(path)
-        doc = self.documents.get(uri)
-        if doc is None:
-            await self._evict(keep=uri)
-            doc = OpenDocument(path=path, uri=uri, language_id=language_id, version=1, text=text)
-            self.documents.add(doc)
-            await self._send(
-                "textDocument/didOpen",
-                {"textDocument": {"uri": uri, "languageId": language_id, "version": 1,
-                                  "text": text}},
-            )
-        elif doc.text != text:
-            doc.version += 1
-            doc.text = text
-            await self._send(
-                "textDocument/didChange",
-                {"textDocument": {"uri": uri, "version": doc.version},
-                 "contentChanges": [{"text": text}]},
-            )
-        doc.touch()
-        return doc
-
-    async def _save(self, doc: OpenDocument) -> None:
-        send, include_text = caps.wants_save(self.server_capabilities)
-        if not send:
-            return
-        params: dict[str, Any] = {"textDocument": {"uri": doc.uri}}
-        if include_text:
-            params["text"] = doc.text
-        await self._send("textDocument/didSave", params)
-
-    async def _evict(self, keep: str) -> None:
-        excess = len(self.documents) - self.max_open_documents + 1
-        if excess <= 0:
-            return
-        for doc in self.documents.least_recently_used(excess, keep):
-            lock = self._locks.get(doc.uri)
-            if lock is not None and lock.locked():
-                continue
-            self._locks.pop(doc.uri, None)
-            self.documents.remove(doc.uri)
-            await self._send("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
 
     async def close_document(self, path: Path) -> None:
         doc = self.documents.remove(path_to_uri(path))
@@ -462,9 +294,8 @@ class LanguageClient:
 
     async def sync_document(self, path: Path, text: str, language_id: str) -> int:
         """Make the server see `text` without waiting for diagnostics; returns the version."""
-        lock = self._locks.setdefault(path_to_uri(path), asyncio.Lock())
-        async with lock:
-            return (await self._open_or_change(path, text, language_id)).version
+        async with self._sync.lock(path_to_uri(path)):
+            return (await self._sync.open_or_change(path, text, language_id)).version
 
     # -- diagnostics --------------------------------------------------------------------------
 
@@ -487,107 +318,24 @@ class LanguageClient:
         text with one more newline (its diagnostics awaited and dropped), then the text again.
         """
         uri = path_to_uri(path)
-        lock = self._locks.setdefault(uri, asyncio.Lock())
-        async with lock:
+        async with self._sync.lock(uri):
             self.last_used = time.monotonic()
             known = self.documents.get(uri)
-            if fresh and not self._pull_identifiers and known is not None and known.text == text:
-                push_mark = self._push_sequence
-                doc = await self._open_or_change(path, text + "\n", language_id)
-                await self._await_items(doc, doc.version, push_mark, deadline)
-            push_mark = self._push_sequence
-            doc = await self._open_or_change(path, text, language_id)
-            if save:
-                await self._save(doc)
-            items = await self._await_items(doc, doc.version, push_mark, deadline)
-            return doc.version, to_diagnostics(items, doc.index(), self.encoding, self.spec.id)
-
-    async def _await_items(
-        self, doc: OpenDocument, version: int, push_mark: int, deadline: float
-    ) -> list[Any]:
-        while True:
-            changed = self._changed
-            self._require_endpoint()
-            if self._pull_identifiers:
-                return await self._pull(doc, deadline)
-            push = doc.push
-            if push is not None and push.version == version:
-                return push.diagnostics
-            if push is not None and push.version is None and push.sequence > push_mark:
-                return await self._settled_versionless(doc, deadline)
-            await self._wait(changed, deadline)
-
-    async def _settled_versionless(self, doc: OpenDocument, deadline: float) -> list[Any]:
-        """A server that pushes without versions may push several rounds for one change
-        (typescript-language-server: `[]`, then the real list ~60 ms later). Nothing says which
-        is the last, so take the latest push once the document has had no new one for
-        `VERSIONLESS_SETTLE` seconds (or at the deadline)."""
-        while True:
-            push = doc.push
-            assert push is not None
-            quiet_until = min(push.received + VERSIONLESS_SETTLE, deadline)
-            remaining = quiet_until - time.monotonic()
-            if remaining <= 0:
-                return push.diagnostics
-            changed = self._changed
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
-            self._require_endpoint()
-
-    async def _wait(self, event: asyncio.Event, deadline: float) -> None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise self._timeout_error()
-        try:
-            await asyncio.wait_for(event.wait(), remaining)
-        except asyncio.TimeoutError:
-            raise self._timeout_error() from None
-
-    def _timeout_error(self) -> ClientError:
-        # The detail continues the reason in reports: "timed out waiting for diagnostics".
-        detail = "waiting for diagnostics"
-        if self.progress.busy:
-            detail += f" while the server was busy ({self.progress.describe()})"
-        return ClientError(UnknownReason.TIMED_OUT, detail)
-
-    async def _pull(self, doc: OpenDocument, deadline: float) -> list[Any]:
-        """Pull every registered identifier, retrying ContentModified / ServerCancelled."""
-        items: list[Any] = []
-        for identifier in list(dict.fromkeys(self._pull_identifiers.values())):
-            items.extend(await self._pull_one(doc, identifier, deadline))
-        return items
-
-    async def _pull_one(
-        self, doc: OpenDocument, identifier: str | None, deadline: float
-    ) -> list[Any]:
-        params: dict[str, Any] = {"textDocument": {"uri": doc.uri}}
-        if identifier is not None:
-            params["identifier"] = identifier
-        delay = 0.01
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._timeout_error()
-            try:
-                result = await self._require_endpoint().request(
-                    "textDocument/diagnostic", params, timeout=min(remaining, self.request_timeout)
+            server = self._server
+            if fresh and not server.pull_identifiers and known is not None and known.text == text:
+                push_mark = server.push_sequence
+                doc = await self._sync.open_or_change(path, text + "\n", language_id)
+                await self._waiter.items(
+                    doc, doc.version, push_mark, deadline, self.request_timeout
                 )
-            except ResponseError as exc:
-                if not exc.retryable:
-                    raise ClientError(UnknownReason.FAILED, f"diagnostic pull: {exc}") from None
-                # Backoff between retries of a refused pull, bounded by the deadline.
-                await asyncio.sleep(min(delay, max(deadline - time.monotonic(), 0)))
-                delay = min(delay * 2, 0.5)
-                continue
-            except RequestTimeout:
-                raise self._timeout_error() from None
-            except ConnectionLost:
-                raise ClientError(
-                    UnknownReason.CRASHED, self._exit_description("connection lost")
-                ) from None
-            if isinstance(result, dict) and isinstance(result.get("items"), list):
-                return list(result["items"])
-            return []
+            push_mark = server.push_sequence
+            doc = await self._sync.open_or_change(path, text, language_id)
+            if save:
+                await self._sync.save(doc, self.server_capabilities)
+            items = await self._waiter.items(
+                doc, doc.version, push_mark, deadline, self.request_timeout
+            )
+            return doc.version, to_diagnostics(items, doc.index(), self.encoding, self.spec.id)
 
     # -- other requests -----------------------------------------------------------------------
 

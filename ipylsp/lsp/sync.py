@@ -1,0 +1,77 @@
+"""Document sync: didOpen, didChange (a new version for every new text), didSave, and
+didClose for the least recently used documents beyond the cap; one lock per document.
+
+Apart from the client because the versions the freshness rule is stated in are made here, and
+the lock is what keeps a change from being sent while a pull for that document is outstanding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ipylsp.lsp import capabilities as caps
+from ipylsp.lsp.documents import DocumentTable, OpenDocument, path_to_uri
+
+Send = Callable[[str, Any], Awaitable[None]]
+"""Sends one notification to the server (raising `ClientError` when it is gone)."""
+
+
+class DocumentSync:
+    """Makes one server see documents' texts. Hold `lock(uri)` around every use."""
+
+    def __init__(self, documents: DocumentTable, send: Send, max_open_documents: int) -> None:
+        self.documents = documents
+        self.max_open_documents = max_open_documents
+        self._send = send
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def lock(self, uri: str) -> asyncio.Lock:
+        return self._locks.setdefault(uri, asyncio.Lock())
+
+    async def open_or_change(self, path: Path, text: str, language_id: str) -> OpenDocument:
+        """Make the server see `text` for `path`; a new text gets a new version."""
+        uri = path_to_uri(path)
+        doc = self.documents.get(uri)
+        if doc is None:
+            await self._evict(keep=uri)
+            doc = OpenDocument(path=path, uri=uri, language_id=language_id, version=1, text=text)
+            self.documents.add(doc)
+            await self._send(
+                "textDocument/didOpen",
+                {"textDocument": {"uri": uri, "languageId": language_id, "version": 1,
+                                  "text": text}},
+            )
+        elif doc.text != text:
+            doc.version += 1
+            doc.text = text
+            await self._send(
+                "textDocument/didChange",
+                {"textDocument": {"uri": uri, "version": doc.version},
+                 "contentChanges": [{"text": text}]},
+            )
+        doc.touch()
+        return doc
+
+    async def save(self, doc: OpenDocument, server_capabilities: Mapping[str, Any]) -> None:
+        send, include_text = caps.wants_save(server_capabilities)
+        if not send:
+            return
+        params: dict[str, Any] = {"textDocument": {"uri": doc.uri}}
+        if include_text:
+            params["text"] = doc.text
+        await self._send("textDocument/didSave", params)
+
+    async def _evict(self, keep: str) -> None:
+        excess = len(self.documents) - self.max_open_documents + 1
+        if excess <= 0:
+            return
+        for doc in self.documents.least_recently_used(excess, keep):
+            lock = self._locks.get(doc.uri)
+            if lock is not None and lock.locked():
+                continue
+            self._locks.pop(doc.uri, None)
+            self.documents.remove(doc.uri)
+            await self._send("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
