@@ -1,0 +1,70 @@
+"""The structured rendering: versioned JSON, schema "ipylsp.diagnostics/1" (docs/schema.md).
+
+Its own module: the JSON is for programs and keeps what the text cuts (whole messages, 1-based
+ranges with their ends, fixed counts, the summary), from the same selection.
+"""
+
+from __future__ import annotations
+
+from ipylsp.analysis.model import Diagnostic, Report, Severity, Unknown
+from ipylsp.analysis.report.selection import FormatOptions, cap, select
+
+SCHEMA = "ipylsp.diagnostics/1"
+
+
+def diagnostic_json(d: Diagnostic) -> dict[str, object]:
+    """One diagnostic in schema ipylsp.diagnostics/1 (1-based; end is exclusive)."""
+    r = d.range
+    return {
+        "severity": d.severity.json_name,
+        "line": r.start.line + 1,
+        "column": r.start.column + 1,
+        "end_line": r.end.line + 1,
+        "end_column": r.end.column + 1,
+        "message": d.message,
+        "code": d.code,
+        "source": d.source,
+        "server": d.server_id,
+    }
+
+
+def _unknown_json(u: Unknown) -> dict[str, object]:
+    return {"server": u.server_id, "reason": u.reason.value, "detail": u.detail, "hint": u.hint}
+
+
+def to_json(report: Report, options: FormatOptions | None = None) -> dict[str, object]:
+    """The structured form (schema "ipylsp.diagnostics/1", see docs/schema.md)."""
+    options = options or FormatOptions()
+    views = select(report, options)
+    fixed_cap = cap(options.max_per_file)
+    files: list[dict[str, object]] = []
+    for view in views:
+        f = view.file
+        files.append(
+            {
+                "path": f.display_path,
+                "absolute_path": str(f.path),
+                "servers": list(f.servers),
+                "diagnostics": [diagnostic_json(d) for d in view.shown],
+                "fixed": [diagnostic_json(d) for d in view.fixed[:fixed_cap]],
+                "fixed_count": len(view.fixed),
+                "unknown": [_unknown_json(u) for u in view.unknown],
+                "omitted": view.omitted,
+            }
+        )
+    every = [d for f in report.files for d in f.diagnostics]
+    return {
+        "schema": SCHEMA,
+        "root": None if report.root is None else str(report.root),
+        "severity": options.severity,
+        "files": files,
+        "notes": list(report.notes),
+        "summary": {
+            "errors": sum(d.severity == Severity.ERROR for d in every),
+            "warnings": sum(d.severity == Severity.WARNING for d in every),
+            "fixed": sum(len(v.fixed) for v in views),
+            "unknown": sum(len(v.unknown) for v in views),
+            "shown": sum(len(v.shown) for v in views),
+            "omitted": sum(v.omitted for v in views),
+        },
+    }
