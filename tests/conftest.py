@@ -10,13 +10,12 @@ import contextlib
 import os
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ipylsp.lsp.process import Watchdog, descendants
+from ipylsp.lsp.process import Watchdog, descendants, wait_exited
 
 FAKE_SERVER = Path(__file__).parent / "fixtures" / "fake_server.py"
 
@@ -59,10 +58,9 @@ def _stray_processes() -> list[tuple[int, str]]:
 
 def _wait_gone(deadline_s: float) -> list[tuple[int, str]]:
     """Processes get a moment to be reaped after a stop (exit is asynchronous)."""
-    end = time.monotonic() + deadline_s
     strays = _stray_processes()
-    while strays and time.monotonic() < end:
-        time.sleep(0.05)  # polling the process table, not synchronising test logic
+    if strays:
+        wait_exited([pid for pid, _ in strays], deadline_s)
         strays = _stray_processes()
     return strays
 

@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.util import run_sync
+
+from ipylsp.lsp.process import wait_exited
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_SERVER = REPO / "tests" / "fixtures" / "fake_server.py"
@@ -241,12 +242,9 @@ def _servers(pid: int) -> list[str]:
 
 def _servers_gone(pid: int, within: float = 10.0) -> list[str]:
     """Server processes left below `pid` once they had `within` seconds to exit."""
-    end = time.monotonic() + within
-    left = _servers(pid)
-    while left and time.monotonic() < end:
-        time.sleep(0.05)  # polling the process table for exits, not synchronising logic
-        left = _servers(pid)
-    return left
+    pids = [p for p, c in _live_descendants(pid).items() if not _is_watchdog(c)]
+    wait_exited(pids, within)
+    return _servers(pid)
 
 
 def _server_names(cmdlines: list[str]) -> list[str]:
@@ -552,10 +550,8 @@ def test_server_still_starting_when_the_budget_ends(tmp_path: Path) -> None:
         status = k.run("%lsp status").result or ""
         assert status.startswith("slow             starting")
         k.run("%config IPyLSP.wait_budget = 10")
-        up = k.run(  # poll the server's state (bounded), no fixed sleep
-            "import time\nimport ipylsp\nend = time.monotonic() + 30\n"
-            "while ipylsp.status()[0].state != 'running' and time.monotonic() < end:\n"
-            "    time.sleep(0.05)\nprint(ipylsp.status()[0].state)"
+        up = k.run(  # waits on the start itself (no polling)
+            "import ipylsp\nipylsp.get_service().start('c.py')\nprint(ipylsp.status()[0].state)"
         )
         assert up.stdout == "running\n"
         third = k.run("open('c.py', 'w').write('x = 1  # ERROR:bad\\n');")

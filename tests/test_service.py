@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ipylsp.analysis.model import Report, UnknownReason
-from ipylsp.lsp.process import descendants, running
+from ipylsp.lsp.process import descendants, running, wait_exited
 from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.service.service import FileCheck, Service
 from ipylsp.settings import Settings
@@ -292,7 +292,7 @@ def test_no_server_outlives_the_python_process(workspace: Path, how: str) -> Non
         s = Service(settings("--spawn-child", "--leave-child"))
         s.check({str(workspace / "p.sh")!r})
         pids = s.server_pids()
-        from ipylsp.lsp.process import descendants, running
+        from ipylsp.lsp.process import descendants, running, wait_exited
         print(" ".join(str(p) for pid in pids for p in [pid, *descendants(pid)]), flush=True)
         if {how!r} == "exception":
             raise SystemExit("boom") from ValueError("x")
@@ -305,10 +305,8 @@ def test_no_server_outlives_the_python_process(workspace: Path, how: str) -> Non
                           timeout=60, check=False)
     pids = [int(p) for p in done.stdout.split()]
     assert len(pids) >= 2, done.stderr
-    deadline = time.monotonic() + 5
-    while any(running(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)  # the watchdog acts asynchronously after the parent's death
-    assert [p for p in pids if running(p)] == []
+    # The watchdog acts after the parent's death: wait on the processes' exits (pidfds).
+    assert wait_exited(pids, 5.0) == []
 
 
 def test_auto_install_runs_in_the_background_then_serves(

@@ -17,6 +17,7 @@ import collections
 import contextlib
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -147,6 +148,46 @@ def running(pid: int) -> bool:
     return fields is not None and fields[0] not in (b"Z", b"X")
 
 
+def wait_exited(pids: list[int], timeout: float) -> list[int]:
+    """Wait until every pid has exited (a zombie has); the ones still running at the timeout.
+
+    Event-driven on Linux (a pidfd becomes readable when its process exits); elsewhere, or for
+    pids that cannot be opened, /proc is polled.
+    """
+    deadline = time.monotonic() + timeout
+    poller = select.poll() if hasattr(select, "poll") else None
+    fds: dict[int, int] = {}
+    polled: list[int] = []
+    try:
+        for pid in pids:
+            try:
+                fd = os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
+            except (AttributeError, OSError) as exc:
+                if not isinstance(exc, ProcessLookupError) and running(pid):
+                    polled.append(pid)
+                continue
+            fds[fd] = pid
+            if poller is not None:
+                poller.register(fd, select.POLLIN)
+        while fds or polled:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if fds and poller is not None:
+                wait = remaining if not polled else min(remaining, 0.02)
+                for fd, _ in poller.poll(wait * 1000):
+                    poller.unregister(fd)
+                    os.close(fd)
+                    fds.pop(fd)
+            else:
+                time.sleep(min(remaining, 0.02))  # no pidfd here: poll /proc
+            polled = [pid for pid in polled if running(pid)]
+        return sorted([*polled, *(pid for pid in fds.values() if running(pid))])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def group_members(pgid: int) -> list[int]:
     """Processes of a process group, the leader's orphaned children included (Linux /proc)."""
     try:
@@ -219,9 +260,8 @@ class ServerProcess:
         """Kill the process tree; return once the server is reaped and the rest are dead."""
         others = kill_tree(self.pid, signal.SIGKILL)
         await self.wait(5.0)
-        deadline = time.monotonic() + 2.0
-        while any(running(p) for p in others) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)  # SIGKILL is delivered asynchronously: poll /proc
+        if others:  # SIGKILL is delivered asynchronously
+            await asyncio.get_running_loop().run_in_executor(None, wait_exited, others, 2.0)
         Watchdog.get().forget(self.pid)
         transport = getattr(self.proc, "_transport", None)  # close pipes now, not at GC time
         if transport is not None:

@@ -216,7 +216,7 @@ class Checker:
                 lines.append(f"{spec.id}: {slot.reason.value}: {slot.detail} {slot.hint}".strip())
                 continue
             try:
-                client = await self.pool.acquire(slot, deadline)
+                client = await self.pool.acquire(slot, deadline, patient=True)
             except ClientError as exc:
                 lines.append(f"{spec.id}: {exc.reason.value}: {exc.detail}")
                 continue

@@ -71,8 +71,13 @@ class ClientPool:
         slot = self._slots[(spec.id, root)] = Slot(spec=spec, root=root, command=command)
         return slot
 
-    async def acquire(self, slot: Slot, deadline: float) -> LanguageClient:
-        """A running client for the slot, started or restarted as needed; `ClientError` else."""
+    async def acquire(
+        self, slot: Slot, deadline: float, *, patient: bool = False
+    ) -> LanguageClient:
+        """A running client for the slot, started or restarted as needed; `ClientError` else.
+
+        `patient`: wait for a start that already outlived an earlier budget (an explicit
+        `start`), instead of answering "still starting" at once as checks do."""
         self._ensure_reaper()
         if slot.broken is not None:
             raise ClientError(UnknownReason.BROKEN, slot.broken)
@@ -85,7 +90,7 @@ class ClientPool:
             slot.start_began = time.monotonic()
             slot.start_outlived_budget = False
             slot.starting = asyncio.get_running_loop().create_task(self._start(slot))
-        elif slot.start_outlived_budget:
+        elif slot.start_outlived_budget and not patient:
             waited = time.monotonic() - slot.start_began
             raise ClientError(
                 UnknownReason.TIMED_OUT,
