@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.lsp.process import Watchdog, descendants, wait_exited
+from ipylsp.lsp.process import Watchdog, descendants, running, wait_exited
 
 FAKE_SERVER = Path(__file__).parent / "fixtures" / "fake_server.py"
 
@@ -25,16 +25,8 @@ def fake_command(*flags: str) -> tuple[str, ...]:
     return (sys.executable, str(FAKE_SERVER), "--lifetime-s", "120", *flags)
 
 
-def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-        return stat[stat.rindex(b")") + 2 :].split()[0] in (b"Z", b"X")
-    except (OSError, ValueError, IndexError):
-        return True
-
-
-def _cmdline(pid: int) -> str:
+def cmdline(pid: int) -> str:
+    """A process's command line, or "" when it is gone."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -47,12 +39,12 @@ def _stray_processes() -> list[tuple[int, str]]:
     allowed = {watchdog.pid} if watchdog is not None else set()
     strays = []
     for pid in descendants(os.getpid()):
-        if pid in allowed or _is_zombie(pid):
+        if pid in allowed or not running(pid):
             continue
-        cmdline = _cmdline(pid)
-        if not cmdline:
+        command = cmdline(pid)
+        if not command:
             continue
-        strays.append((pid, cmdline))
+        strays.append((pid, command))
     return strays
 
 

@@ -38,6 +38,7 @@ from nbclient import NotebookClient
 from nbclient.util import run_sync
 
 from ipylsp.lsp.process import wait_exited
+from tests.conftest import cmdline
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_SERVER = REPO / "tests" / "fixtures" / "fake_server.py"
@@ -197,14 +198,6 @@ def ty_assign(line: int, got: str, want: str = "int", column: int = 10) -> str:
 # -- process tree ---------------------------------------------------------------------------------
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
 def _live_descendants(pid: int) -> dict[int, str]:
     """Descendants of `pid` (every thread's children: servers are spawned by the loop thread),
     zombies left out, with their command lines."""
@@ -227,7 +220,7 @@ def _live_descendants(pid: int) -> dict[int, str]:
         for child in children.get(stack.pop(), []):
             stack.append(child)
             if states.get(child) not in (b"Z", b"X"):
-                found[child] = _cmdline(child)
+                found[child] = cmdline(child)
     return found
 
 
