@@ -7,6 +7,7 @@ server is never reported as clean).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -24,6 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--data-dir", type=Path, help="where ipylsp installs servers (default: user data dir)"
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="an IPyLSP config file (.py or .json), read after the ipylsp_config.py/.json "
+        "of the Jupyter config dirs",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -43,8 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     check.add_argument("--json", action="store_true", help="the ipylsp.diagnostics/1 schema")
     check.add_argument(
-        "--severity", choices=("error", "warning", "all"), default="error",
-        help="lowest severity shown (default: error)",
+        "--severity", choices=("error", "warning", "all"),
+        help="lowest severity shown (default: IPyLSP.severity, error)",
+    )
+    check.add_argument(
+        "--server", action="append", metavar="ID", dest="servers",
+        help="use this server for the files (repeatable; default: IPyLSP.language_servers)",
     )
     check.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (30)")
     check.add_argument(
@@ -57,7 +67,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     args = _parser().parse_args(argv)
-    settings = Settings(data_dir=args.data_dir)
+    try:
+        settings = _settings(args)
+    except ValueError as exc:  # traitlets validation and unreadable config files
+        print(f"ipylsp: bad configuration: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     try:
         if args.command == "status":
             return _status(settings, out)
@@ -73,6 +87,15 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         print("ipylsp: interrupted", file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_FAILURE
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from ipylsp.config import load_settings
+
+    settings = load_settings(args.config)
+    if args.data_dir is not None:
+        settings = dataclasses.replace(settings, data_dir=args.data_dir)
+    return settings
 
 
 def _server_rows(settings: Settings) -> list[tuple[str, str, str, str]]:
@@ -203,13 +226,28 @@ def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     if missing and before is None:
         print(f"ipylsp check: no such file: {', '.join(map(str, missing))}", file=sys.stderr)
         return EXIT_FAILURE
-    settings = Settings(data_dir=settings.data_dir, severity=args.severity)
+    severity = args.severity or settings.severity
+    settings = dataclasses.replace(settings, severity=severity)
+    if args.servers:
+        from ipylsp.lsp import languages, registry
+
+        unknown = [s for s in args.servers
+                   if registry.get(s) is None and s not in {x.id for x in settings.extra_specs}]
+        if unknown:
+            print(f"ipylsp check: unknown server(s): {', '.join(unknown)}", file=sys.stderr)
+            return EXIT_FAILURE
+        chosen = dict(settings.language_servers)
+        for path in args.paths:
+            language = languages.language_id(path)
+            if language is not None:
+                chosen[language] = tuple(args.servers)
+        settings = dataclasses.replace(settings, language_servers=chosen)
     with Service(settings) as service:
         # Without --before the CLI reports everything a file has: its baseline is empty.
         files = [FileCheck(p.resolve(), before=before if before is not None else "")
                  for p in args.paths]
         report = service.check_files(files, timeout=args.timeout)
-    options = fmt.FormatOptions(severity=args.severity)
+    options = fmt.FormatOptions.from_settings(settings)
     if args.json:
         print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
     else:

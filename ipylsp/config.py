@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 from ipylsp.lsp.roots import WORKSPACE_MARKERS
@@ -126,3 +126,43 @@ def custom_spec(server_id: str, options: Any) -> ServerSpec:
         initialization_options=options.get("initialization_options"),
         env={str(k): str(v) for k, v in (options.get("env") or {}).items()},
     )
+
+
+CONFIG_NAME = "ipylsp_config"
+
+
+def config_files() -> list[Path]:
+    """`ipylsp_config.py`/`.json` in Jupyter's config dirs, lowest precedence first."""
+    try:
+        from jupyter_core.paths import jupyter_config_path
+
+        dirs = [Path(d) for d in jupyter_config_path()]
+    except ImportError:
+        dirs = [Path.home() / ".jupyter"]
+    found = []
+    for directory in reversed(dirs):  # jupyter_config_path lists the most specific first
+        for suffix in (".json", ".py"):
+            candidate = directory / f"{CONFIG_NAME}{suffix}"
+            if candidate.is_file():
+                found.append(candidate)
+    return found
+
+
+def load_settings(extra: Path | None = None) -> Settings:
+    """Settings for processes without an IPython profile (the CLI): the `IPyLSP` section of
+    the Jupyter config dirs' `ipylsp_config.py`/`.json`, then of `extra`."""
+    from traitlets.config import Config
+    from traitlets.config.loader import JSONFileConfigLoader, PyFileConfigLoader
+
+    merged = Config()
+    for path in [*config_files(), *([extra] if extra is not None else [])]:
+        if not path.is_file():
+            raise ValueError(f"no such config file: {path}")
+        loader_class = JSONFileConfigLoader if path.suffix == ".json" else PyFileConfigLoader
+        loader = loader_class(path.name, path=str(path.parent))
+        merged.merge(loader.load_config())
+    try:
+        return IPyLSP(config=merged).to_settings()
+    except TraitError as exc:
+        raise ValueError(str(exc)) from None
+

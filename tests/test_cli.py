@@ -342,3 +342,53 @@ def test_which_as_a_real_process(ws: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (
         EXIT_CLEAN, f"{VENV_BIN}/ty server\n", "",
     )
+
+
+# --- configuration and server choice ------------------------------------------------------------
+
+
+PY_BROKEN = "count: int = 'x'\nprint(missing)\n"
+
+
+def test_check_with_chosen_servers(ws: Path) -> None:
+    (ws / "app.py").write_text(PY_BROKEN)
+    code, out = run(ws, "check", "--server", "ty", "app.py")
+    assert code == EXIT_PROBLEMS
+    assert out == block(
+        "app.py",
+        "ERROR [1:14] Object of type `Literal[\"x\"]` is not assignable to `int` "
+        "[invalid-assignment] (ty)",
+        "ERROR [2:7] Name `missing` used when not defined [unresolved-reference] (ty)",
+    )
+    code, out = run(ws, "check", "--server", "ruff", "app.py")
+    assert (code, out) == (EXIT_PROBLEMS, block(
+        "app.py", "ERROR [2:7] Undefined name `missing` [F821] (Ruff)"
+    ))
+
+
+def test_check_reads_an_ipylsp_config_file(ws: Path) -> None:
+    (ws / "app.py").write_text("import os\n")
+    config = ws.parent / "ipylsp_config.json"
+    config.write_text(json.dumps({"IPyLSP": {"severity": "all",
+                                             "language_servers": {"python": ["ruff"]}}}))
+    code, out = run(ws, "--config", str(config), "check", "app.py")
+    assert (code, out) == (EXIT_PROBLEMS, block(
+        "app.py", "WARN [1:8] `os` imported but unused; help: Remove unused import: `os` "
+        "[F401] (Ruff)"
+    ))
+    code, out = run(ws, "--config", str(config), "check", "--severity", "error", "app.py")
+    assert (code, out) == (EXIT_CLEAN, "")
+
+
+def test_bad_configuration_and_unknown_servers_exit_2(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (ws / "app.py").write_text("x = 1\n")
+    bad = ws.parent / "bad.json"
+    bad.write_text(json.dumps({"IPyLSP": {"severity": "loud"}}))
+    assert run(ws, "--config", str(bad), "check", "app.py") == (EXIT_FAILURE, "")
+    assert "ipylsp: bad configuration:" in capsys.readouterr().err
+    assert run(ws, "--config", str(ws / "nope.json"), "status") == (EXIT_FAILURE, "")
+    assert "no such config file" in capsys.readouterr().err
+    assert run(ws, "check", "--server", "nonesuch", "app.py") == (EXIT_FAILURE, "")
+    assert capsys.readouterr().err == "ipylsp check: unknown server(s): nonesuch\n"
