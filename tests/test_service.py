@@ -4,6 +4,8 @@ budgets, the broken set, restarts, caps, odd files. Every failure must come back
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 import signal
 import subprocess
@@ -16,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from ipylsp.analysis.model import Report, UnknownReason
+from ipylsp.lsp.client import ClientError
 from ipylsp.lsp.process import descendants, running, wait_exited
 from ipylsp.lsp.spec import InstallRecipe, ServerSpec
+from ipylsp.service.pool import ClientPool
 from ipylsp.service.service import FileCheck, Service
 from ipylsp.settings import Settings
 from tests.conftest import fake_command
@@ -128,6 +132,42 @@ def test_initialize_that_never_answers_becomes_broken_until_restart(
     assert [row.state for row in service.status()] == ["broken"]
     assert service.restart("fake") == 1
     assert service.status() == []
+
+
+def test_stop_before_a_start_ran_leaves_the_slot_usable(tmp_path: Path) -> None:
+    """A start cancelled before its first step never ran its `finally`; the slot must not
+    keep the cancelled task (every later acquire raised CancelledError)."""
+    spec = fake_spec()
+
+    async def main() -> None:
+        pool = ClientPool(settings())
+        slot = pool.add(spec, tmp_path, spec.command)
+        first, _ = await asyncio.gather(
+            pool.acquire(slot, time.monotonic() + 5), pool.stop(), return_exceptions=True
+        )
+        assert isinstance(first, ClientError) and first.reason is UnknownReason.FAILED
+        assert (await pool.acquire(slot, time.monotonic() + 5)).alive
+        await pool.close()
+
+    asyncio.run(main())
+
+
+def test_stop_while_a_check_waits_for_a_start_is_an_unknown(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    """`stop` from another thread cancels the start a check waits for: the check reports an
+    Unknown instead of raising CancelledError into its caller."""
+    service = make(service_factory, settings("--slow-initialize-ms", "3000"))
+    path = workspace / "s.sh"
+    path.write_text("echo hi\n")
+    with concurrent.futures.ThreadPoolExecutor(1) as executor:
+        future = executor.submit(service.check, path, before="")
+        while not any(row.state == "starting" for row in service.status()):
+            assert not future.done()
+            time.sleep(0.01)  # polling the status for the test's own sequencing
+        service.stop()
+        report = future.result(10)
+    assert unknowns(report) == [("fake", UnknownReason.FAILED)]
 
 
 def test_crashed_server_is_restarted_and_answers(

@@ -96,16 +96,20 @@ class ClientPool:
                 UnknownReason.TIMED_OUT,
                 f"after {waited:.0f} s, still starting (initialize unanswered)",
             )
-        remaining = deadline - time.monotonic()
-        try:
-            return await asyncio.wait_for(asyncio.shield(slot.starting), max(remaining, 0))
-        except asyncio.TimeoutError:
+        starting = slot.starting
+        # `asyncio.wait`, not `wait_for(shield(...))`: neither the budget nor a `stop` that
+        # cancels the start may turn into a CancelledError of this check.
+        await asyncio.wait({starting}, timeout=max(deadline - time.monotonic(), 0))
+        if not starting.done():
             slot.start_outlived_budget = True
             waited = time.monotonic() - slot.start_began
             raise ClientError(
                 UnknownReason.TIMED_OUT,
                 f"after {waited:.1f} s, still starting (initialize unanswered)",
-            ) from None
+            )
+        if starting.cancelled():
+            raise ClientError(UnknownReason.FAILED, "stopped while starting")
+        return starting.result()
 
     async def _after_crash(self, slot: Slot, client: LanguageClient, deadline: float) -> None:
         """A dead client: count the crash, back off, or give up and mark the slot broken."""
@@ -196,6 +200,8 @@ class ClientPool:
             starting.cancel()
             with contextlib.suppress(BaseException):
                 await starting
+            if slot.starting is starting:  # cancelled before it ran: its `finally` never did
+                slot.starting = None
         client, slot.client = slot.client, None
         if client is not None:
             await client.stop()
