@@ -385,7 +385,8 @@ STATE = (
     "print('lsp' in get_ipython().magics_manager.magics['line'],\n"
     "      [t.name for t in threading.enumerate() if t.name.startswith('ipylsp')],\n"
     "      [type(c).__name__ for c in get_ipython().configurables "
-    "if type(c).__name__ == 'IPyLSP'])"
+    "if type(c).__name__ in ('IPyLSP', 'LspMagics')],\n"
+    "      [n for n in get_ipython().magics_manager.registry if n == 'LspMagics'])"
 )
 BOTH_HOOKS = "['post_run_cell:CellChecks.post_run_cell', 'pre_run_cell:CellChecks.pre_run_cell']\n"
 
@@ -434,7 +435,7 @@ def test_lifecycle_load_reload_config_unload(tmp_path: Path) -> None:
         assert _servers(k.pid) != []
         assert k.run("%unload_ext ipylsp").outputs == []
         assert k.run(HOOKS).stdout == "[]\n"
-        assert k.run(STATE).stdout == "False [] []\n"
+        assert k.run(STATE).stdout == "False [] [] []\n"
         assert _servers_gone(k.pid) == []
         assert k.run(write("g.py")).outputs == []
         assert k.run("%lsp status").stderr == "UsageError: Line magic function `%lsp` not found.\n"

@@ -39,6 +39,7 @@ class CellChecks:
         )
         self.config.observe(self._on_config_change)
         self.last_writes: list[Write] = []
+        self.magics: Any = None  # the `LspMagics` registered with the shell
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -114,7 +115,8 @@ def load_ipython_extension(shell: Any) -> None:
     setattr(shell, _ATTR, checks)
     shell.events.register("pre_run_cell", checks.pre_run_cell)
     shell.events.register("post_run_cell", checks.post_run_cell)
-    shell.register_magics(LspMagics(shell, checks))
+    checks.magics = LspMagics(shell, checks)  # Magics.__init__ adds it to shell.configurables
+    shell.register_magics(checks.magics)
     if checks.config not in shell.configurables:
         shell.configurables.append(checks.config)
 
@@ -131,11 +133,16 @@ def unload_ipython_extension(shell: Any) -> None:
     ):
         if callback in shell.events.callbacks[event]:
             shell.events.unregister(event, callback)
-    magics = shell.magics_manager.magics
+    manager = shell.magics_manager
     for kind in ("line", "cell"):
-        magics[kind].pop("lsp", None)
-    if checks.config in shell.configurables:
-        shell.configurables.remove(checks.config)
+        manager.magics[kind].pop("lsp", None)
+    # The magics object too (it holds `checks`): the registry and the configurables keep it.
+    name = type(checks.magics).__name__
+    if checks.magics is not None and manager.registry.get(name) is checks.magics:
+        del manager.registry[name]
+    for configurable in (checks.config, checks.magics):
+        if configurable is not None and configurable in shell.configurables:
+            shell.configurables.remove(configurable)
     checks.close()
     setattr(shell, _ATTR, None)
     ipylsp._reset_service()
