@@ -68,6 +68,21 @@ class IPyLSP(Configurable):
         config=True
     )
 
+    @validate("language_servers")
+    def _check_language_servers(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        # A bare string would be read one character per server id ("ty" -> "t", "y"): every
+        # id unknown, the language silently unchecked.
+        value: dict[str, Any] = proposal["value"]
+        for language, servers in value.items():
+            if not isinstance(servers, (list, tuple)) or not all(
+                isinstance(s, str) and s for s in servers
+            ):
+                raise ValueError(
+                    f"IPyLSP.language_servers[{language!r}] must be a list of server ids,"
+                    f' e.g. ["ty", "ruff"], not {servers!r}'
+                )
+        return value
+
     @validate("servers")
     def _check_servers(self, proposal: dict[str, Any]) -> dict[str, Any]:
         value: dict[str, Any] = proposal["value"]

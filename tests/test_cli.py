@@ -388,6 +388,10 @@ def test_bad_configuration_and_unknown_servers_exit_2(
     bad.write_text(json.dumps({"IPyLSP": {"severity": "loud"}}))
     assert run(ws, "--config", str(bad), "check", "app.py") == (EXIT_FAILURE, "")
     assert "ipylsp: bad configuration:" in capsys.readouterr().err
+    # a bare string is not a list of servers (it would be read one character per id)
+    bad.write_text(json.dumps({"IPyLSP": {"language_servers": {"python": "ruff"}}}))
+    assert run(ws, "--config", str(bad), "check", "app.py") == (EXIT_FAILURE, "")
+    assert "language_servers['python'] must be a list of server ids" in capsys.readouterr().err
     assert run(ws, "--config", str(ws / "nope.json"), "status") == (EXIT_FAILURE, "")
     assert "no such config file" in capsys.readouterr().err
     assert run(ws, "check", "--server", "nonesuch", "app.py") == (EXIT_FAILURE, "")
