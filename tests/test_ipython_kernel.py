@@ -251,6 +251,7 @@ SEED = {
     "kernel_append.py": 'a: int = "s"\n',  # an existing error; open(..., "a") adds one
     "child_append.py": 'a: int = "s"\n',  # the same through a child (baseline: git HEAD)
     "fix_me.py": 'a: int = "s"\nb: str = 1\n',
+    "move_me.py": 'a: int = "s"\n',  # renamed: its error is not new under the new name
 }
 BAD = 'x: int = "s"\n'
 BAD_ERROR = ty_assign(1, 'Literal["s"]')
@@ -320,6 +321,8 @@ WRITE_CELLS: list[tuple[str, str, list[str]]] = [
      [block("wf.py", ty_assign(3, "Literal[1]", "bytes", column=12)) + "\nfixed 1 error in wf.py"]),
     ("raising cell", f"Path('raised.py').write_text({BAD!r})\nraise ValueError('boom')",
      [block("raised.py", BAD_ERROR)]),
+    ("os.rename of a file", "os.rename('move_me.py', 'moved.py')",
+     ["fixed 1 error in move_me.py"]),
 ]
 
 

@@ -84,7 +84,8 @@ class CellChecks:
     def report(self, writes: list[Write], notes: tuple[str, ...] = ()) -> None:
         from ipylsp.service.service import FileCheck
 
-        checks = [FileCheck(w.path, before=_before(w)) for w in writes]
+        by_path = {w.path: w for w in writes}
+        checks = [FileCheck(w.path, before=_before(w, by_path)) for w in writes]
         output = CellReport()
         report = self.service.check_files(checks, progress=output.waiting)
         output.show(report, self.config, notes)
@@ -94,8 +95,16 @@ class CellChecks:
         self.watcher.close()
 
 
-def _before(write: Write) -> str | None:
-    """The baseline text: known before text, "" for a new file, None for "ask the service"."""
+def _before(write: Write, writes: dict[Path, Write]) -> str | None:
+    """The baseline text: known before text, "" for a new file, None for "ask the service".
+
+    A file renamed into place (`os.rename`, `shutil.move`) holds the content of its origin:
+    its baseline is the origin's text before the cell, so moving a file is not reported as
+    introducing every problem it already had.
+    """
+    origin = writes.get(write.destination_of) if write.destination_of is not None else None
+    if origin is not None:
+        write = origin
     if not write.before_known:
         return None
     return write.before if write.before is not None else ""
