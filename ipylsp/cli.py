@@ -86,6 +86,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except KeyboardInterrupt:
         print("ipylsp: interrupted", file=sys.stderr)
         return EXIT_FAILURE
+    except Exception as exc:  # exit 1 means "problems found": a crash must not look like that
+        print(f"ipylsp: internal error: {exc!r}", file=sys.stderr)
+        return EXIT_FAILURE
     return EXIT_FAILURE
 
 
@@ -254,6 +257,10 @@ def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
         text = fmt.format_text(report, options)
         if text:
             print(text, file=out)
+    unchecked = [f.display_path for f in report.files if not f.servers and not f.diagnostics]
+    if unchecked:  # nothing could check these: that is not "clean"
+        print(f"ipylsp check: no language server for {', '.join(unchecked)}", file=sys.stderr)
+        return EXIT_FAILURE
     if report.has_unknown:
         return EXIT_FAILURE
     views = fmt.select(report, options)

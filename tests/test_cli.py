@@ -396,3 +396,11 @@ def test_bad_configuration_and_unknown_servers_exit_2(
     assert "no such config file" in capsys.readouterr().err
     assert run(ws, "check", "--server", "nonesuch", "app.py") == (EXIT_FAILURE, "")
     assert capsys.readouterr().err == "ipylsp check: unknown server(s): nonesuch\n"
+
+
+def test_a_file_nothing_can_check_is_not_clean(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (ws / "notes.zzz").write_text("anything\n")
+    assert run(ws, "check", "notes.zzz") == (EXIT_FAILURE, "")
+    assert capsys.readouterr().err == "ipylsp check: no language server for notes.zzz\n"
