@@ -170,6 +170,16 @@ def test_stop_while_a_check_waits_for_a_start_is_an_unknown(
     assert unknowns(report) == [("fake", UnknownReason.FAILED)]
 
 
+def test_feature_on_an_unreadable_file_is_an_error_not_an_exception(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(service_factory, settings())
+    folder = workspace / "d.sh"
+    folder.mkdir()  # read_text raised IsADirectoryError into the caller
+    result = service.feature("hover", folder)
+    assert "IsADirectoryError" in result.error
+
+
 def test_crashed_server_is_restarted_and_answers(
     workspace: Path, service_factory: list[Service]
 ) -> None:

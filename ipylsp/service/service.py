@@ -220,11 +220,20 @@ class Service:
             raise ValueError("line and column must be non-negative integers")
         budget = self._settings.wait_budget if timeout is None else float(timeout)
         deadline = time.monotonic() + budget
-        coro = request_feature(self._checker, kind, self._normalize(path), line, column, deadline)
+        coro = self._feature(kind, self._normalize(path), line, column, deadline)
         try:
             return self._background().run(coro, budget + _HANDOVER_MARGIN)
         except LoopTimeout:
             return FeatureResult(kind, error=f"no answer within {budget:.1f} s")
+
+    async def _feature(
+        self, kind: str, path: Path, line: int, column: int, deadline: float
+    ) -> FeatureResult:
+        try:
+            return await request_feature(self._checker, kind, path, line, column, deadline)
+        except Exception as exc:  # an odd file or server answer must not reach the caller
+            log.exception("%s of %s failed", kind, path)
+            return FeatureResult(kind, error=f"failed: {exc!r}")
 
     def diagnostics(self, path: str | os.PathLike[str] | None = None) -> Report:
         """Last known diagnostics (no server round trip), for one file or all checked files."""
