@@ -366,3 +366,40 @@ def test_versionless_rounds_settle_on_the_last_push(tmp_path: Path) -> None:
             await client.stop()
 
     run(body)
+
+
+def test_malformed_initialize_answer_fails_and_leaves_no_process(tmp_path: Path) -> None:
+    async def body() -> None:
+        client = LanguageClient(spec(), tmp_path, fake_command("--bad-initialize-result"))
+        with pytest.raises(ClientError) as caught:
+            await client.start(5)
+        assert caught.value.reason is UnknownReason.FAILED
+        assert caught.value.detail.startswith("initialize answer unusable:")
+        assert client.pid is not None and not running(client.pid)
+
+    run(body)
+
+
+def test_server_that_stops_reading_ends_the_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wedged server whose input pipe is full costs the write timeout, not every budget."""
+    from ipylsp.lsp import jsonrpc
+
+    monkeypatch.setattr(jsonrpc, "WRITE_TIMEOUT", 0.3)
+
+    async def body() -> None:
+        client = await started(tmp_path, "--stop-reading")
+        try:
+            big = "x = 1\n" * 200_000  # 1.2 MB: more than a pipe holds
+            with pytest.raises(ClientError) as caught:
+                await client.diagnostics(tmp_path / "big.py", big, "python",
+                                         deadline=deadline(30))
+            assert caught.value.reason is UnknownReason.CRASHED
+            assert "stopped reading its input" in caught.value.detail
+            assert not client.alive
+        finally:
+            await client.stop()
+        assert client.pid is not None and not running(client.pid)
+
+    run(body)

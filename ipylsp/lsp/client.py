@@ -181,6 +181,9 @@ class LanguageClient:
         except ResponseError as exc:
             await self._abort(f"initialize failed: {exc}")
             raise ClientError(UnknownReason.FAILED, self.state_detail) from None
+        except (TypeError, ValueError, AttributeError) as exc:  # a malformed initialize answer
+            await self._abort(f"initialize answer unusable: {exc}")
+            raise ClientError(UnknownReason.FAILED, self.state_detail) from None
         except asyncio.CancelledError:
             await asyncio.shield(self._abort("start cancelled"))
             raise
@@ -208,6 +211,9 @@ class LanguageClient:
             return fallback
         code = process.returncode
         tail = process.stderr_tail(600)
+        endpoint = self._endpoint
+        if code is None and endpoint is not None and endpoint.close_reason:
+            fallback = endpoint.close_reason  # alive but unusable: say why the stream ended
         head = f"exited with code {code}" if code is not None else fallback
         return f"{head}: {tail}" if tail else head
 
@@ -341,6 +347,7 @@ class LanguageClient:
 
     async def request(self, method: str, params: Mapping[str, Any], timeout: float) -> Any:
         """A feature request (hover, definition, ...) with `ClientError` for every failure."""
+        self.last_used = time.monotonic()  # features count as use for the idle reaper
         try:
             return await self._require_endpoint().request(method, dict(params), timeout=timeout)
         except RequestTimeout:

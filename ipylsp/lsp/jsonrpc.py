@@ -26,6 +26,9 @@ REQUEST_CANCELLED = -32800
 CONTENT_MODIFIED = -32801
 SERVER_CANCELLED = -32802
 
+WRITE_TIMEOUT = 5.0
+"""Seconds a server may leave its input pipe full before the connection counts as wedged."""
+
 RequestHandler = Callable[[Any], Awaitable[Any]]
 NotificationHandler = Callable[[Any], None]
 
@@ -126,7 +129,12 @@ class Endpoint:
         async with self._write_lock:
             try:
                 self._writer.write(frame)
-                await self._writer.drain()
+                await asyncio.wait_for(self._writer.drain(), WRITE_TIMEOUT)
+            except asyncio.TimeoutError:
+                # A server that stops reading its input is wedged: no later message gets
+                # through either, so the connection ends here instead of every check waiting.
+                self._mark_closed(f"server stopped reading its input ({WRITE_TIMEOUT:.0f} s)")
+                raise ConnectionLost(self.close_reason or "write timed out") from None
             except (ConnectionError, RuntimeError, OSError) as exc:
                 self._mark_closed(f"write failed: {exc}")
                 raise ConnectionLost(self.close_reason or "write failed") from None
