@@ -84,3 +84,26 @@ def test_import_is_cheap_and_starts_nothing() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[] 1"
+
+
+def test_errors_written_with_a_syntax_error_are_reported_once_it_is_fixed(
+    workspace: Path,
+) -> None:
+    """A write with a syntax error holds the servers back; the type error written in the same
+    write must still be reported when the syntax error is fixed (the servers catch up)."""
+    main = workspace / "main.py"
+    ipylsp.check(main)
+    main.write_text(MAIN + "count: int = 'x'\nprint(\n")
+    assert ipylsp.format_report(ipylsp.check(main)).splitlines() == [
+        '<diagnostics file="main.py">',
+        "ERROR [6:6] '(' was never closed [SyntaxError] (ipylsp-syntax)",
+        "</diagnostics>",
+    ]
+    main.write_text(MAIN + "count: int = 'x'\n")
+    assert ipylsp.format_report(ipylsp.check(main)).splitlines() == [
+        '<diagnostics file="main.py">',
+        "ERROR [5:14] Object of type `Literal[\"x\"]` is not assignable to `int` "
+        "[invalid-assignment] (ty)",
+        "</diagnostics>",
+        "fixed 1 error in main.py",
+    ]

@@ -29,6 +29,10 @@ __all__ = ["Checker", "FileWrite", "ServerOutcome", "display_path", "merge_repor
 
 log = logging.getLogger(__name__)
 
+MAX_KNOWN_FILES = 2000
+"""Files whose last text and results are kept as baselines; older ones fall back to git HEAD."""
+
+
 @dataclass
 class ServerOutcome:
     spec: ServerSpec
@@ -289,8 +293,14 @@ class Checker:
             return
         results = {o.spec.id: o.current for o in outcomes if o.unknown is None}
         missed = {o.spec.id: o.before_text for o in outcomes if o.unknown is not None}
+        if known is not None:  # servers not asked this time (held back by a syntax error)
+            asked = {o.spec.id for o in outcomes}
+            for server_id in {*known.results, *known.missed} - asked:
+                missed[server_id] = known.missed.get(server_id, known.text)
         self.known.pop(path, None)  # `known` is ordered by last check: see `others.rediagnose`
         self.known[path] = KnownFile(new_text, results, missed)
+        while len(self.known) > MAX_KNOWN_FILES:  # forget the least recently checked texts
+            del self.known[next(iter(self.known))]
 
     async def _restore(
         self,

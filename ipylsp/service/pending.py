@@ -44,9 +44,10 @@ class PendingChannel:
                 counter.update(_identity(d) for d in file.diagnostics)
                 counter.subtract(_identity(d) for d in file.fixed)
                 self._pending[file.path] = +counter
-                if not self._pending[file.path]:
+                if not self._pending[file.path]:  # nothing pending: forget the file entirely
                     del self._pending[file.path]
-                if file.unknown == () or file.current:
+                    self._latest.pop(file.path, None)
+                elif file.unknown == () or file.current:
                     self._latest[file.path] = file
 
     def take(
@@ -55,7 +56,7 @@ class PendingChannel:
         """(pending problems, errors first, capped; how many were cut); empties the channel."""
         with self._lock:
             pending, self._pending = self._pending, {}
-            latest = dict(self._latest)
+            latest, self._latest = self._latest, {}
         files: list[FileReport] = []
         cut = 0
         budget = max_total

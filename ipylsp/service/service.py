@@ -165,7 +165,8 @@ class Service:
         from ipylsp.lsp.locate import data_dir
         from ipylsp.service.statusfile import write_status
 
-        write_status(data_dir(self._settings), id(self), self.status())
+        with contextlib.suppress(Exception):  # the report is ready: never fail the caller here
+            write_status(data_dir(self._settings), id(self), self.status())
 
     def pending(self) -> tuple[Report, int]:
         """Problems introduced by writes and not yet handed over (then forgotten), and the
