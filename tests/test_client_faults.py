@@ -403,3 +403,29 @@ def test_server_that_stops_reading_ends_the_connection(
         assert client.pid is not None and not running(client.pid)
 
     run(body)
+
+
+def test_absurdly_nested_json_is_a_bad_message_not_a_dead_connection() -> None:
+    from typing import cast
+
+    from ipylsp.lsp.framing import encode_message
+    from ipylsp.lsp.jsonrpc import Endpoint
+
+    async def body() -> None:
+        reader = asyncio.StreamReader()
+        nested = b"[" * 200_000 + b"]" * 200_000
+        reader.feed_data(b"Content-Length: %d\r\n\r\n" % len(nested) + nested)
+        after = encode_message({"jsonrpc": "2.0", "method": "window/logMessage",
+                                "params": {"type": 4, "message": "still here"}})
+        reader.feed_data(after)
+        reader.feed_eof()
+        seen: list[str] = []
+        endpoint = Endpoint(reader, cast(asyncio.StreamWriter, None), name="nested")
+        endpoint.on_notification("window/logMessage", lambda p: seen.append(p["message"]))
+        endpoint.start()
+        await endpoint.closed.wait()
+        assert endpoint.bad_messages == 1
+        assert seen == ["still here"]
+        assert endpoint.close_reason == "server closed its output"
+
+    run(body)

@@ -181,7 +181,7 @@ class Endpoint:
                     break
                 try:
                     message = json.loads(body)
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:  # RecursionError: absurd nesting
                     self.bad_messages += 1
                     log.warning("%s sent a frame that is not JSON: %s", self._name, exc)
                     continue

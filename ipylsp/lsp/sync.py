@@ -72,6 +72,7 @@ class DocumentSync:
             lock = self._locks.get(doc.uri)
             if lock is not None and lock.locked():
                 continue
-            self._locks.pop(doc.uri, None)
+            # The lock object stays: a waiter woken by its last release must find the same
+            # lock as a newcomer, or two tasks could send for one document at once.
             self.documents.remove(doc.uri)
             await self._send("textDocument/didClose", {"textDocument": {"uri": doc.uri}})

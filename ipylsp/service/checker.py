@@ -89,7 +89,7 @@ class Checker:
         new_text = content if content is not None else disk_text
         known = self.known.get(path)
         # A preflight (`content=`) proposes an edit of the file as it is on disk now.
-        before_text = self._before_text(
+        before_text = await self._before_text(
             path, before, known, disk_text if content is not None else None
         )
         language_id = languages.language_id(path)
@@ -153,7 +153,7 @@ class Checker:
         """Files written together: all synced before any is diagnosed (see `others`)."""
         await others.sync_written(self.pool, self.known, paths)
 
-    def _before_text(
+    async def _before_text(
         self, path: Path, before: str | None, known: KnownFile | None, on_disk: str | None
     ) -> str:
         if before is not None:
@@ -162,7 +162,8 @@ class Checker:
             return on_disk
         if known is not None:
             return known.text
-        head = git_head_text(path)
+        # git runs in a worker thread: the loop keeps serving other checks meanwhile
+        head = await asyncio.get_running_loop().run_in_executor(None, git_head_text, path)
         return head if head is not None else ""
 
     def installed(self, spec: ServerSpec) -> bool:
