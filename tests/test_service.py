@@ -397,3 +397,17 @@ def test_auto_install_runs_in_the_background_then_serves(
     service._checker._installs["fake"].result(30)
     locate.invalidate()
     assert messages(service.check(path)) == [("auto.sh", 1, 1, "served")]
+
+
+def test_a_typo_in_language_servers_is_reported_not_silent(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    service = make(service_factory, Settings(language_servers={"shellscript": ("fakee",)},
+                                             extra_specs=(fake_spec(),)))
+    path = workspace / "typo.sh"
+    path.write_text("ERROR:x\n")
+    report = service.check(path)
+    assert unknowns(report) == [("fakee", UnknownReason.FAILED)]
+    assert report.files[0].unknown[0].detail == (
+        "no server named 'fakee' (IPyLSP.language_servers; see `ipylsp list`)"
+    )

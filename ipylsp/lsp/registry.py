@@ -442,6 +442,14 @@ def _alternatives(role: str) -> list[str]:
     return [part.strip() for part in role.split("|") if part.strip()]
 
 
+def unknown_roles(language: str, settings: Settings) -> list[str]:
+    """Roles configured for `language` none of whose ids names a server (a typo in
+    `language_servers`): callers report them rather than checking nothing in silence."""
+    known = {*_BY_ID, *(spec.id for spec in settings.extra_specs)}
+    roles = settings.language_servers.get(language, ())
+    return [role for role in roles if not any(i in known for i in _alternatives(role))]
+
+
 def servers_for(
     path: str | os.PathLike[str],
     settings: Settings,

@@ -17,7 +17,7 @@ from pathlib import Path
 from ipylsp.analysis.model import Diagnostic, FileReport, Unknown, UnknownReason
 from ipylsp.lsp import installers, languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
-from ipylsp.lsp.spec import ServerSpec
+from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.service import others, tiers
 from ipylsp.service.autoinstall import AutoInstaller
 from ipylsp.service.baseline import KnownFile, git_head_text, read_text
@@ -116,6 +116,7 @@ class Checker:
                     )
                 )
             )
+            outcomes.extend(self._misconfigured(language_id, path, before_text))
         introduced, current, fixed = tiers.combine(
             before_text,
             new_text,
@@ -165,6 +166,21 @@ class Checker:
         # git runs in a worker thread: the loop keeps serving other checks meanwhile
         head = await asyncio.get_running_loop().run_in_executor(None, git_head_text, path)
         return head if head is not None else ""
+
+    def _misconfigured(
+        self, language_id: str, path: Path, before_text: str
+    ) -> list[ServerOutcome]:
+        """An UNKNOWN for each configured role that names no server (never a silent clean)."""
+        outcomes = []
+        for role in registry.unknown_roles(language_id, self.settings):
+            spec = ServerSpec(id=role, name=role, languages=(language_id,), command=(role,),
+                              install=InstallRecipe("path"))
+            unknown = self._unknown(
+                spec, display_root(path) or path.parent, UnknownReason.FAILED,
+                f"no server named {role!r} (IPyLSP.language_servers; see `ipylsp list`)",
+            )
+            outcomes.append(ServerOutcome(spec, None, None, before_text, unknown=unknown))
+        return outcomes
 
     def installed(self, spec: ServerSpec) -> bool:
         return locate.resolve_command(spec, locate.data_dir(self.settings)) is not None
