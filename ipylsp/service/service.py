@@ -132,10 +132,13 @@ class Service:
         loop = self._background()
         try:
             on_wait = None if progress is None else lambda: progress(self._waiting_for())
-            reports = loop.run(
-                self._check_all(files, deadline), budget + _HANDOVER_MARGIN, on_wait=on_wait
+            reports, rows = loop.run(
+                self._check_all_with_status(files, deadline),
+                budget + _HANDOVER_MARGIN,
+                on_wait=on_wait,
             )
         except LoopTimeout:
+            rows = None
             reports = [
                 FileReport(
                     path=f.path,
@@ -146,8 +149,14 @@ class Service:
             ]
         report = Report(files=tuple(reports), root=_common_root(r.path for r in reports))
         self._pending.record(report)
-        self._publish_status()
+        self._publish_status(rows)
         return report
+
+    async def _check_all_with_status(
+        self, files: Sequence[FileCheck], deadline: float
+    ) -> tuple[list[FileReport], list[SlotStatus]]:
+        """The reports, and the pool's status read on the loop (no second thread hop)."""
+        return await self._check_all(files, deadline), self._pool.status()
 
     def _waiting_for(self) -> str:
         """A line for people: which servers a long check is waiting for, and why."""
@@ -160,13 +169,15 @@ class Service:
         what = ", ".join(parts) if parts else "diagnostics"
         return f"ipylsp: waiting for {what}"
 
-    def _publish_status(self) -> None:
+    def _publish_status(self, rows: list[SlotStatus] | None = None) -> None:
         """Let `ipylsp status` in another process see this process's servers."""
         from ipylsp.lsp.locate import data_dir
         from ipylsp.service.statusfile import write_status
 
         with contextlib.suppress(Exception):  # the report is ready: never fail the caller here
-            write_status(data_dir(self._settings), id(self), self.status())
+            write_status(
+                data_dir(self._settings), id(self), self.status() if rows is None else rows
+            )
 
     def pending(self) -> tuple[Report, int]:
         """Problems introduced by writes and not yet handed over (then forgotten), and the
