@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,11 +161,19 @@ def test_stop_while_a_check_waits_for_a_start_is_an_unknown(
     service = make(service_factory, settings("--slow-initialize-ms", "3000"))
     path = workspace / "s.sh"
     path.write_text("echo hi\n")
+    waiting = threading.Event()  # the check says, via its progress line, that it waits
+    lines: list[str] = []
+
+    def progress(line: str) -> None:
+        lines.append(line)
+        waiting.set()
+
     with concurrent.futures.ThreadPoolExecutor(1) as executor:
-        future = executor.submit(service.check, path, before="")
-        while not any(row.state == "starting" for row in service.status()):
-            assert not future.done()
-            time.sleep(0.01)  # polling the status for the test's own sequencing
+        future = executor.submit(service.check_files, [FileCheck(path, before="")],
+                                 progress=progress)
+        assert waiting.wait(10), "the check never reported waiting for the starting server"
+        assert lines[0] == "ipylsp: waiting for fake (starting)"
+        assert [row.state for row in service.status()] == ["starting"]
         service.stop()
         report = future.result(10)
     assert unknowns(report) == [("fake", UnknownReason.FAILED)]
