@@ -183,7 +183,7 @@ class Checker:
         return outcomes
 
     def installed(self, spec: ServerSpec) -> bool:
-        return locate.resolve_command(spec, locate.data_dir(self.settings)) is not None
+        return locate.is_installed(spec, locate.data_dir(self.settings))
 
     # -- one server ---------------------------------------------------------------------------
 

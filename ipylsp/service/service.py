@@ -22,12 +22,12 @@ from types import FrameType
 from typing import Any
 
 from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
-from ipylsp.lsp import roots
-from ipylsp.service.checker import Checker, display_path, merge_reports
+from ipylsp.service.checker import Checker, merge_reports
 from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
 from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
 from ipylsp.service.pool import ClientPool, SlotStatus
+from ipylsp.service.reports import display_path, display_root
 from ipylsp.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -334,12 +334,12 @@ class Service:
 
 def _shown(path: Path) -> str:
     """As reports show a path: relative to its workspace root, absolute outside one."""
-    return display_path(path, roots.workspace_gate(path))
+    return display_path(path, display_root(path))
 
 
 def _common_root(paths: Iterable[Path]) -> Path | None:
     """The workspace root of every path, when they share one (a report's `root`)."""
-    found = {roots.workspace_gate(path) for path in paths}
+    found = {display_root(path) for path in paths}
     return found.pop() if len(found) == 1 else None
 
 
