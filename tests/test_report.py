@@ -445,6 +445,7 @@ def test_json_schema_exact() -> None:
             }
         ],
         "notes": ["n"],
+        "unknown": [],
         "summary": {
             "errors": 1,
             "warnings": 1,
@@ -515,3 +516,41 @@ def test_options_validate_and_come_from_settings() -> None:
     assert options == FormatOptions(
         severity="warning", max_per_file=3, max_per_report=7, show_clean=True
     )
+
+
+def test_check_level_unknown_renders_once_per_server_in_every_format() -> None:
+    report = Report(
+        unknown=(
+            Unknown(
+                "basedpyright",
+                UnknownReason.TIMED_OUT,
+                "24 of 150 files not checked within 10.0 s",
+                "the rest: %lsp pending",
+            ),
+        )
+    )
+    text = format_text(report)
+    assert text == (
+        "UNKNOWN [basedpyright] 24 of 150 files not checked within 10.0 s; the rest: %lsp pending"
+    )
+    assert "24 of 150 files not checked" in format_html(report)
+    data = to_json(report)
+    assert data["unknown"] == [
+        {
+            "server": "basedpyright",
+            "reason": "timed out",
+            "detail": "24 of 150 files not checked within 10.0 s",
+            "hint": "the rest: %lsp pending",
+        }
+    ]
+    assert data["summary"]["unknown"] == 1  # type: ignore[index]
+    assert report.has_unknown
+
+
+def test_natural_key_orders_numbers_as_numbers() -> None:
+    from ipylsp.analysis.naturalsort import natural_key
+
+    names = ["gen_10.py", "gen_2.py", "Gen_1.py", "gen_100.py", "gen_0.py", "a/b.py"]
+    assert sorted(names, key=natural_key) == [
+        "a/b.py", "gen_0.py", "Gen_1.py", "gen_2.py", "gen_10.py", "gen_100.py",
+    ]

@@ -120,6 +120,8 @@ class FileReport:
     fixed: tuple[Diagnostic, ...] = ()
     unknown: tuple[Unknown, ...] = ()
     servers: tuple[str, ...] = ()
+    elsewhere: bool = False
+    """A file the check did not write: what the write broke or fixed there (a caller)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,9 @@ class Report:
     files: tuple[FileReport, ...] = ()
     root: Path | None = None
     notes: tuple[str, ...] = field(default=())
+    unknown: tuple[Unknown, ...] = ()
+    """Per-server lines about the whole check rather than one file (a batch cut by the
+    budget: "24 of 150 files not checked within 10.0 s")."""
 
     @property
     def has_problems(self) -> bool:
@@ -136,4 +141,4 @@ class Report:
 
     @property
     def has_unknown(self) -> bool:
-        return any(f.unknown for f in self.files)
+        return bool(self.unknown) or any(f.unknown for f in self.files)

@@ -11,6 +11,7 @@ from ipylsp.analysis.model import Diagnostic, Report, Severity
 from ipylsp.analysis.report.selection import FormatOptions, select
 from ipylsp.analysis.report.text import (
     MAX_MESSAGE,
+    check_unknown_line,
     clean_line,
     fixed_line,
     hidden_line,
@@ -69,6 +70,9 @@ def format_html(report: Report, options: FormatOptions | None = None) -> str:
     hidden = hidden_line(views)
     if hidden:
         out.append(f'<div style="{_MUTED}">{_e(hidden)}</div>')
+    out.extend(
+        f'<div style="color:#8e24aa">{_e(check_unknown_line(u))}</div>' for u in report.unknown
+    )
     if options.show_clean:
         out.extend(
             f'<div style="{_MUTED}">{_e(clean_line(v.file))}</div>' for v in views if v.clean

@@ -59,11 +59,12 @@ def to_json(report: Report, options: FormatOptions | None = None) -> dict[str, o
         "severity": options.severity,
         "files": files,
         "notes": list(report.notes),
+        "unknown": [_unknown_json(u) for u in report.unknown],
         "summary": {
             "errors": sum(d.severity == Severity.ERROR for d in every),
             "warnings": sum(d.severity == Severity.WARNING for d in every),
             "fixed": sum(len(v.fixed) for v in views),
-            "unknown": sum(len(v.unknown) for v in views),
+            "unknown": sum(len(v.unknown) for v in views) + len(report.unknown),
             "shown": sum(len(v.shown) for v in views),
             "omitted": sum(v.omitted for v in views),
         },

@@ -79,6 +79,16 @@ def unknown_line(unknown: Unknown, *, brief: bool = False) -> str:
     return f"{line}; {hint}" if hint else line
 
 
+def check_unknown_line(unknown: Unknown) -> str:
+    """A line about the whole check for one server (`Report.unknown`), e.g.
+    `UNKNOWN [basedpyright] 24 of 150 files not checked within 10.0 s; <hint>`."""
+    server = one_line(unknown.server_id, 100)
+    detail = one_line(unknown.detail, 300) or unknown.reason.value
+    line = f"UNKNOWN [{server}] {detail}"
+    hint = one_line(unknown.hint, 300)
+    return f"{line}; {hint}" if hint else line
+
+
 def _count_phrase(diagnostics: Iterable[Diagnostic]) -> str:
     counts: dict[Severity, int] = {}
     for d in diagnostics:
@@ -139,6 +149,7 @@ def format_text(report: Report, options: FormatOptions | None = None) -> str:
     hidden = hidden_line(views)
     if hidden:
         lines.append(hidden)
+    lines.extend(check_unknown_line(u) for u in report.unknown)
     if options.show_clean:
         lines.extend(clean_line(v.file) for v in views if v.clean)
     lines.extend(one_line(note) for note in report.notes if note.strip())
