@@ -117,6 +117,7 @@ def test_check_json(ws: Path) -> None:
             }
         ],
         "notes": [],
+        "unknown": [],
         # The summary counts what was introduced at any severity; `shown` what passed.
         "summary": {"errors": 1, "warnings": 1, "fixed": 0, "unknown": 0, "shown": 1,
                     "omitted": 0},
