@@ -13,7 +13,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ipylsp._version import __version__
 
 if TYPE_CHECKING:
     from ipylsp.analysis.model import Report

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ipylsp import __version__
+from ipylsp._version import __version__
 
 # Preference order: code points first (no conversion), then UTF-8, then the mandatory UTF-16.
 POSITION_ENCODINGS = ("utf-32", "utf-8", "utf-16")
