@@ -67,8 +67,10 @@ def test_table_rows_user_servers_and_long_language_lists(
     mine_line = next(line for line in str(table).splitlines() if line.startswith("mine "))
     assert mine_line.split() == ["mine", "installed", "a" * 20 + "," + "b" * 10 + "…"]  # 32 characters
     assert repr(table) == str(table) == table.format()
-    assert servers.table(settings, installed_only=True).rows == (by_id["mine"],)
-    assert table.summary() == f"1 of {len(table.rows)} servers installed"
+    installed = [row for row in table.rows if row.installed]
+    assert servers.table(settings, installed_only=True).rows == tuple(installed)
+    assert by_id["mine"] in installed and by_id["ty"] not in installed
+    assert table.summary() == f"{len(installed)} of {len(table.rows)} servers installed"
 
 
 def test_unknown_ids_and_empty_installs_are_one_line_errors(tmp_path: Path) -> None:
