@@ -1,0 +1,49 @@
+"""Errors a model can act on: a fixed code and one line saying what to do next.
+
+Codes are part of the tool contract (README, "Using ipylsp from an agent"); a tool raises
+`ToolError(code, message)` and the dispatcher turns it into a failed `ToolResult`, never an
+exception into the caller.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ErrorCode = Literal[
+    "missing_argument",
+    "invalid_argument",
+    "unknown_tool",
+    "file_not_found",
+    "outside_workspace",
+    "unsupported_language",
+    "server_unavailable",
+    "timeout",
+    "lsp_error",
+    "server_exited",
+    "symbol_not_found",
+    "ambiguous_symbol",
+]
+
+CODES: tuple[ErrorCode, ...] = (
+    "missing_argument",
+    "invalid_argument",
+    "unknown_tool",
+    "file_not_found",
+    "outside_workspace",
+    "unsupported_language",
+    "server_unavailable",
+    "timeout",
+    "lsp_error",
+    "server_exited",
+    "symbol_not_found",
+    "ambiguous_symbol",
+)
+
+
+class ToolError(Exception):
+    """A tool call that cannot be answered; `message` says what to do next."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code: ErrorCode = code
+        self.message = message
