@@ -26,13 +26,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
+from ipylsp.lsp.dircache import DirCache
 from ipylsp.lsp.spec import ServerSpec
 from ipylsp.settings import Settings
 
@@ -315,27 +314,12 @@ def _resolve_program(spec: ServerSpec, dirs: tuple[str, ...]) -> Resolution:
     return Resolution((found, *args), found, "", warnings)
 
 
-_Snapshot = tuple[int, ...]
-_cache: dict[tuple[object, ...], tuple[Resolution, tuple[str, ...], _Snapshot]] = {}
-_lock = threading.Lock()
-_CACHE_LIMIT = 1024
-_RACY_NS = 2_000_000_000
-
-
-def _snapshot(dirs: tuple[str, ...]) -> _Snapshot:
-    out = []
-    for directory in dirs:
-        try:
-            out.append(os.stat(directory).st_mtime_ns)
-        except OSError:
-            out.append(-1)
-    return tuple(out)
+_cache: DirCache[tuple[Resolution, tuple[str, ...]]] = DirCache(limit=1024)
 
 
 def invalidate() -> None:
     """Drop every cached resolution (installers call this after an install)."""
-    with _lock:
-        _cache.clear()
+    _cache.clear()
 
 
 def resolve(spec: ServerSpec, data: Path) -> Resolution:
@@ -345,19 +329,11 @@ def resolve(spec: ServerSpec, data: Path) -> Resolution:
     watched = dirs
     if spec.command and os.path.isabs(spec.command[0]):
         watched = (*dirs, os.path.dirname(spec.command[0]))
-    entry = _cache.get(key)
-    if entry is not None:
-        result, extra, snapshot = entry
-        if _snapshot((*watched, *extra)) == snapshot:
-            return result
+    hit, entry = _cache.get(key)
+    if hit and entry is not None:
+        return entry[0]
     result, extra = _resolve_uncached(spec, dirs)
-    snapshot = _snapshot((*watched, *extra))
-    if max(snapshot, default=-1) >= time.time_ns() - _RACY_NS:
-        return result  # a directory changed within the mtime clock's resolution: do not cache
-    with _lock:
-        if len(_cache) >= _CACHE_LIMIT:
-            _cache.clear()
-        _cache[key] = (result, extra, snapshot)
+    _cache.put(key, (result, extra), (*watched, *extra))
     return result
 
 

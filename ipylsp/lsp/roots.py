@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import threading
-import time
 from collections.abc import Iterable
 from pathlib import Path
+
+from ipylsp.lsp.dircache import DirCache
 
 MAX_DEPTH = 64
 """Most directory levels a walk climbs."""
@@ -74,48 +74,20 @@ WORKSPACE_MARKERS: tuple[str, ...] = (
 )
 """What makes a directory a project for `workspace_gate` when it is not in a git worktree."""
 
-_CACHE_LIMIT = 4096
-_RACY_NS = 2_000_000_000
-_Snapshot = tuple[tuple[str, int], ...]
-_cache: dict[tuple[object, ...], tuple[str | None, _Snapshot]] = {}
-_lock = threading.Lock()
+_cache: DirCache[str | None] = DirCache(limit=4096)
 
 
 def clear_cache() -> None:
     """Forget every cached answer (tests; never needed for correctness)."""
-    with _lock:
-        _cache.clear()
-
-
-def _mtime(directory: str) -> int:
-    try:
-        return os.stat(directory).st_mtime_ns
-    except OSError:
-        return -1
+    _cache.clear()
 
 
 def _cached(key: tuple[object, ...]) -> tuple[bool, str | None]:
-    entry = _cache.get(key)
-    if entry is None:
-        return False, None
-    value, snapshot = entry
-    for directory, mtime in snapshot:
-        if _mtime(directory) != mtime:
-            return False, None
-    return True, value
+    return _cache.get(key)
 
 
 def _store(key: tuple[object, ...], value: str | None, dirs: Iterable[str]) -> None:
-    snapshot = tuple((d, _mtime(d)) for d in dict.fromkeys(dirs))
-    # Directory mtimes have a coarse clock: a change within the same tick as the snapshot would
-    # go unseen, so a directory modified very recently makes the answer uncacheable for now.
-    recent = time.time_ns() - _RACY_NS
-    if any(mtime >= recent for _, mtime in snapshot):
-        return
-    with _lock:
-        if len(_cache) >= _CACHE_LIMIT:
-            _cache.clear()
-        _cache[key] = (value, snapshot)
+    _cache.put(key, value, dirs)
 
 
 def _start_dir(path: str | os.PathLike[str]) -> str:
