@@ -82,14 +82,6 @@ def clear_cache() -> None:
     _cache.clear()
 
 
-def _cached(key: tuple[object, ...]) -> tuple[bool, str | None]:
-    return _cache.get(key)
-
-
-def _store(key: tuple[object, ...], value: str | None, dirs: Iterable[str]) -> None:
-    _cache.put(key, value, dirs)
-
-
 def _start_dir(path: str | os.PathLike[str]) -> str:
     """The absolute, normalized directory a walk starts from (the file's directory)."""
     absolute = os.path.abspath(os.fspath(path))
@@ -156,10 +148,10 @@ def find_worktree(path: str | os.PathLike[str]) -> Path | None:
     """Top of the git worktree containing ``path`` (a ``.git`` directory or file), or None."""
     start = _start_dir(path)
     key: tuple[object, ...] = ("worktree", start)
-    hit, value = _cached(key)
+    hit, value = _cache.get(key)
     if not hit:
         value, dirs = _worktree_of(start)
-        _store(key, value, dirs)
+        _cache.put(key, value, dirs)
     return Path(value) if value is not None else None
 
 
@@ -186,7 +178,7 @@ def find_root(
     marker_tuple = tuple(markers)
     given = os.path.abspath(os.fspath(git_worktree)) if git_worktree is not None else None
     key: tuple[object, ...] = ("root", start, marker_tuple, given)
-    hit, value = _cached(key)
+    hit, value = _cache.get(key)
     if hit and value is not None:
         return Path(value)
 
@@ -209,7 +201,7 @@ def find_root(
             break
     if found is None:
         found = worktree if worktree is not None else start
-    _store(key, found, looked)
+    _cache.put(key, found, looked)
     return Path(found)
 
 
@@ -237,7 +229,7 @@ def workspace_gate(
     home_dir = os.path.abspath(os.fspath(home)) if home is not None else _home()
     marker_tuple = tuple(markers)
     key: tuple[object, ...] = ("gate", start, marker_tuple, home_dir)
-    hit, value = _cached(key)
+    hit, value = _cache.get(key)
     if hit:
         return Path(value) if value is not None else None
 
@@ -257,5 +249,5 @@ def workspace_gate(
             if _has_marker(directory, plain, globs):
                 result = directory
                 break
-    _store(key, result, looked)
+    _cache.put(key, result, looked)
     return Path(result) if result is not None else None
