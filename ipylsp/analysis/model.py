@@ -81,7 +81,6 @@ class UnknownReason(enum.Enum):
     BROKEN = "broken"
     CRASHED = "crashed"
     FAILED = "failed"
-    UNSUPPORTED = "unsupported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,17 +91,6 @@ class Unknown:
     reason: UnknownReason
     detail: str = ""
     hint: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ServerResult:
-    """What one server said about one document version (or why it said nothing)."""
-
-    server_id: str
-    path: Path
-    version: int | None
-    diagnostics: tuple[Diagnostic, ...] = ()
-    unknown: Unknown | None = None
 
 
 @dataclass(frozen=True, slots=True)

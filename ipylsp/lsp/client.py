@@ -293,11 +293,6 @@ class LanguageClient:
             changes = [{"uri": path_to_uri(path), "type": kind} for path, kind in events]
             await self._send("workspace/didChangeWatchedFiles", {"changes": changes})
 
-    def recent_paths(self, count: int) -> list[Path]:
-        """Open documents, most recently used first."""
-        docs = sorted(self.documents, key=lambda d: d.last_used, reverse=True)
-        return [doc.path for doc in docs[:count]]
-
     async def sync_document(self, path: Path, text: str, language_id: str) -> int:
         """Make the server see `text` without waiting for diagnostics; returns the version."""
         async with self._sync.lock(path_to_uri(path)):
