@@ -34,11 +34,22 @@ _NULL_ANSWERED = (
 )
 
 
+MAX_PROGRESS_CHARS = 80
+"""A progress description is a status line: `%lsp status` and UNKNOWN details show it whole."""
+MAX_PROGRESS_TOKENS = 100
+
+
 class Progress:
-    """`$/progress` work in flight: lets callers tell "indexing" from "hung"."""
+    """`$/progress` work in flight: lets callers tell "indexing" from "hung".
+
+    A status, not a log: per token only the begin's title and the latest message and percentage
+    are kept (a `report` replaces the message; basedpyright sends "49 files to analyze", then
+    "1 file to analyze" on one token), and `describe()` is bounded to `MAX_PROGRESS_CHARS`.
+    """
 
     def __init__(self) -> None:
-        self.active: dict[str, str] = {}
+        # token -> (title, message, percentage), least recently updated first.
+        self._tokens: dict[str, tuple[str, str, float | None]] = {}
 
     def update(self, params: Any) -> None:
         if not isinstance(params, dict):
@@ -48,22 +59,50 @@ class Progress:
             return
         kind = value.get("kind")
         if kind == "end":
-            self.active.pop(token, None)
+            self._tokens.pop(token, None)
             return
-        title = value.get("title") or self.active.get(token, "")
-        parts = [str(title)] if title else []
-        if value.get("message"):
-            parts.append(str(value["message"]))
+        if kind == "begin":
+            title, message, percentage = _line(value.get("title")), "", None
+        elif token in self._tokens:  # a report: the latest message replaces the previous one
+            title, message, percentage = self._tokens[token]
+        else:  # a report without a begin (or after the end) would keep the server "busy"
+            return
+        self._tokens.pop(token, None)
+        if "message" in value:
+            message = _line(value.get("message"))
         if isinstance(value.get("percentage"), (int, float)):
-            parts.append(f"{value['percentage']:.0f}%")
-        self.active[token] = " ".join(parts) or "working"
+            percentage = float(value["percentage"])
+        self._tokens[token] = (title, message, percentage)  # now the most recent
+        if len(self._tokens) > MAX_PROGRESS_TOKENS:  # a server that never ends its tokens
+            del self._tokens[next(iter(self._tokens))]
 
     @property
     def busy(self) -> bool:
-        return bool(self.active)
+        return bool(self._tokens)
 
     def describe(self) -> str:
-        return "; ".join(self.active.values())
+        """The most recently updated work, "(+N more)" for the others; at most 80 characters."""
+        if not self._tokens:
+            return ""
+        text = _text(*next(reversed(self._tokens.values())))
+        more = f" (+{len(self._tokens) - 1} more)" if len(self._tokens) > 1 else ""
+        return _bounded(text, MAX_PROGRESS_CHARS - len(more)) + more
+
+
+def _line(value: Any) -> str:
+    """One line of a server's text: whitespace collapsed, length bounded."""
+    return _bounded(" ".join(str(value).split()), MAX_PROGRESS_CHARS) if value else ""
+
+
+def _text(title: str, message: str, percentage: float | None) -> str:
+    parts = [part for part in (title, message) if part]
+    if percentage is not None:
+        parts.append(f"{percentage:.0f}%")
+    return " ".join(parts) or "working"
+
+
+def _bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 class ServerHandlers:
