@@ -11,6 +11,7 @@ from typing import TypeVar
 import pytest
 
 from ipylsp.analysis.answers import Location
+from ipylsp.analysis.edits import apply
 from ipylsp.analysis.model import UnknownReason
 from ipylsp.lsp import features, locate, protocol
 from ipylsp.lsp.client import ClientError, LanguageClient
@@ -154,3 +155,38 @@ def test_lsprotocol_stays_off_the_import_and_diagnostics_path(tmp_path: Path) ->
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+CALLS = (
+    "def helper() -> int:\n"
+    "    return 1\n"
+    "\n"
+    "def main() -> int:\n"
+    "    return helper() + helper()\n"
+    "\n"
+    "def other() -> int:\n"
+    "    return helper()\n"
+)
+
+
+@pytest.mark.parametrize("server_id", ["basedpyright", "ty"])
+def test_calls_and_rename_preview(
+    server_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = workspace(tmp_path, monkeypatch)
+    path = write(root, "calls.py", CALLS)
+
+    async def body(client: LanguageClient) -> None:
+        await client.sync_document(path, CALLS, "python")
+        incoming = await features.calls(client, At(path, CALLS, 0, 4), "incoming", texts, 30)
+        assert [(s.name, s.line, s.depth) for s in incoming] == [
+            ("helper", 0, 0), ("main", 3, 1), ("other", 6, 1)
+        ]
+        outgoing = await features.calls(client, At(path, CALLS, 3, 4), "outgoing", texts, 30)
+        assert [(s.name, s.line, s.depth) for s in outgoing] == [("main", 3, 0), ("helper", 0, 1)]
+        edits = await features.rename(client, At(path, CALLS, 0, 4), "assist", texts, 30)
+        renamed = apply(CALLS, edits)
+        assert renamed == CALLS.replace("helper", "assist")
+        assert path.read_text() == CALLS  # a preview: nothing written
+
+    asyncio.run(with_client(server_id, root, body))

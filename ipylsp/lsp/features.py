@@ -1,5 +1,6 @@
 """One typed function per language feature: hover, definition, type definition,
-implementation, references, completions, document and workspace symbols.
+implementation, references, completions, document and workspace symbols, call hierarchy,
+rename.
 
 Each builds its request from lsprotocol's params, sends it, structures the answer with
 lsprotocol and returns model values (`analysis.answers`): 0-based lines and code-point
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ipylsp.analysis.answers import Completion, Location, Symbol
+from ipylsp.analysis.edits import TextEdit
+from ipylsp.analysis.model import Range
 from ipylsp.analysis.positions import Encoding, LineIndex
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import LanguageClient
@@ -279,3 +282,122 @@ async def workspace_symbols(
             )
         )
     return tuple(found)
+
+
+# -- call hierarchy -------------------------------------------------------------------------------
+
+
+def _item_symbol(item: Any, columns: _Columns, depth: int = 0) -> Symbol | None:
+    t = protocol.types()
+    path = uri_to_path(item.uri)
+    if path is None:
+        return None
+    start = item.selection_range.start
+    return Symbol(
+        name=item.name,
+        kind=protocol.enum_name(t.SymbolKind, item.kind) or "symbol",
+        line=start.line,
+        column=columns.column(path, start.line, start.character),
+        depth=depth,
+        path=path,
+        container=item.detail,
+    )
+
+
+async def calls(
+    client: LanguageClient, at: At, direction: str, texts: TextSource, timeout: float
+) -> tuple[Symbol, ...]:
+    """Who calls the function at `at` ("incoming") or what it calls ("outgoing"): the
+    prepared item itself first (depth 0), then each caller or callee (depth 1)."""
+    t = protocol.types()
+    if direction not in ("incoming", "outgoing"):
+        raise ValueError(f"direction must be incoming or outgoing, not {direction!r}")
+    params = t.CallHierarchyPrepareParams(
+        text_document=_document(at.path), position=_position(client, at)
+    )
+    items = await _ask(
+        client,
+        t.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY,
+        params,
+        t.CallHierarchyPrepareResponse,
+        timeout,
+    )
+    columns = _Columns(client.encoding, texts, at)
+    found: list[Symbol] = []
+    for item in list(items or ())[:1]:  # the symbol at the position
+        own = _item_symbol(item, columns)
+        if own is not None:
+            found.append(own)
+        if direction == "incoming":
+            answer = await _ask(
+                client,
+                t.CALL_HIERARCHY_INCOMING_CALLS,
+                t.CallHierarchyIncomingCallsParams(item=item),
+                t.CallHierarchyIncomingCallsResponse,
+                timeout,
+            )
+            others = [call.from_ for call in answer or ()]
+        else:
+            answer = await _ask(
+                client,
+                t.CALL_HIERARCHY_OUTGOING_CALLS,
+                t.CallHierarchyOutgoingCallsParams(item=item),
+                t.CallHierarchyOutgoingCallsResponse,
+                timeout,
+            )
+            others = [call.to for call in answer or ()]
+        for other in others[:MAX_ITEMS]:
+            symbol = _item_symbol(other, columns, depth=1)
+            if symbol is not None:
+                found.append(symbol)
+    return tuple(found)
+
+
+# -- rename ---------------------------------------------------------------------------------------
+
+
+def _edits(workspace_edit: Any, columns: _Columns) -> tuple[TextEdit, ...]:
+    """A WorkspaceEdit's text edits (`changes` or `documentChanges`) in code points; file
+    creations, renames and deletions are not text and are left out."""
+    t = protocol.types()
+    pairs: list[tuple[str, Any]] = []
+    if workspace_edit is None:
+        return ()
+    if workspace_edit.document_changes:
+        for change in workspace_edit.document_changes:
+            if isinstance(change, t.TextDocumentEdit):
+                pairs.extend((change.text_document.uri, edit) for edit in change.edits)
+    elif workspace_edit.changes:
+        for uri, edits in workspace_edit.changes.items():
+            pairs.extend((uri, edit) for edit in edits)
+    out = []
+    for uri, edit in pairs:
+        path = uri_to_path(uri)
+        if path is None:
+            continue
+        start, end = edit.range.start, edit.range.end
+        out.append(
+            TextEdit(
+                path,
+                Range.of(
+                    start.line,
+                    columns.column(path, start.line, start.character),
+                    end.line,
+                    columns.column(path, end.line, end.character),
+                ),
+                edit.new_text,
+            )
+        )
+    return tuple(out)
+
+
+async def rename(
+    client: LanguageClient, at: At, new_name: str, texts: TextSource, timeout: float
+) -> tuple[TextEdit, ...]:
+    """The edits renaming the symbol at `at` to `new_name` would make (nothing is applied)."""
+    t = protocol.types()
+    params = t.RenameParams(
+        text_document=_document(at.path), position=_position(client, at), new_name=new_name
+    )
+    answer = await _ask(client, t.TEXT_DOCUMENT_RENAME, params, t.RenameResponse, timeout)
+    return _edits(answer, _Columns(client.encoding, texts, at))
