@@ -190,3 +190,19 @@ def test_calls_and_rename_preview(
         assert path.read_text() == CALLS  # a preview: nothing written
 
     asyncio.run(with_client(server_id, root, body))
+
+
+def test_service_serves_type_definition_and_implementation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipylsp.service.service import Service
+    from ipylsp.settings import Settings
+
+    root = workspace(tmp_path, monkeypatch)
+    path = write(root, "a.py", "class A: ...\nclass B(A): ...\nx = B()\nx\n")
+    settings = Settings(language_servers={"python": ("basedpyright",)}, data_dir=DATA_DIR)
+    with Service(settings) as service:
+        assert service.feature("type_definition", path, 3, 0).format(root) == "a.py:2:7"
+        assert service.feature("implementation", path, 0, 6).format(root).splitlines() == [
+            "a.py:2:7"
+        ]

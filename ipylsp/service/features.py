@@ -1,4 +1,5 @@
-"""Language features beyond diagnostics: hover, definition, references, completions, symbols.
+"""Language features beyond diagnostics: hover, definition, type definition, implementation,
+references, completions, symbols.
 
 This module only chooses the server (the first of the file's servers that advertises the
 feature) and turns failures into results; the requests themselves are typed functions in
@@ -81,6 +82,16 @@ async def _definition(client: LanguageClient, at: At, timeout: float) -> Feature
     return FeatureResult("definition", locations=found)
 
 
+async def _type_definition(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
+    found = await lsp_features.type_definition(client, at, _texts, timeout)
+    return FeatureResult("type_definition", locations=found)
+
+
+async def _implementation(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
+    found = await lsp_features.implementation(client, at, _texts, timeout)
+    return FeatureResult("implementation", locations=found)
+
+
 async def _references(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
     found = await lsp_features.references(client, at, _texts, timeout)
     return FeatureResult("references", locations=found)
@@ -99,6 +110,8 @@ async def _symbols(client: LanguageClient, at: At, timeout: float) -> FeatureRes
 PROVIDERS: dict[str, tuple[str, Ask]] = {
     "hover": ("hoverProvider", _hover),
     "definition": ("definitionProvider", _definition),
+    "type_definition": ("typeDefinitionProvider", _type_definition),
+    "implementation": ("implementationProvider", _implementation),
     "references": ("referencesProvider", _references),
     "completions": ("completionProvider", _completions),
     "symbols": ("documentSymbolProvider", _symbols),
