@@ -45,6 +45,9 @@ class Settings:
     max_timeouts: int = 2
     """Consecutive timed-out checks before a server is marked broken until `restart`."""
     severity: SeverityFilter = "error"
+    max_files_per_check: int = 200
+    """Files of one batch (a cell's writes) put to the servers; the rest waits for
+    `Service.check_rest`. 0 means no limit."""
     max_per_file: int = 20
     max_per_report: int = 50
     language_servers: Mapping[str, tuple[str, ...]] = field(

@@ -297,7 +297,8 @@ def test_emoji_and_cjk_before_the_error_column(ws: Workspace) -> None:
     assert ws.check(path) == ws.block(path, d.undefined(both, 0, "missing_v"))
 
 
-def test_deleted_file_reports_its_errors_fixed(ws: Workspace) -> None:
+def test_deleted_file_is_removed_not_fixed(ws: Workspace) -> None:
+    """A delete fixes nothing (issue 9): the report says the file was removed."""
     d = ws.d
     path = ws.new("doomed")
     body = [d.use("missing_d1"), d.use("missing_d2")]
@@ -307,18 +308,22 @@ def test_deleted_file_reports_its_errors_fixed(ws: Workspace) -> None:
     )
     path.unlink()
     report = ws.check_report(path)
-    assert format_text(report) == fixed(2, ws.rel(path))
+    assert format_text(report) == (
+        f"{ws.rel(path)} was removed (2 known problems not counted as fixed)"
+    )
     assert not report.has_problems and not report.has_unknown
+    assert [d for f in report.files for d in f.fixed] == []
     # Checking the missing file again: nothing left to say.
     assert ws.check(path) == ""
 
 
 def test_deleted_file_never_checked_with_explicit_before(ws: Workspace) -> None:
+    """Nothing known about it: a delete says nothing (and never "fixed")."""
     d = ws.d
     path = ws.new("gone")
     body = [d.use("missing_e1"), d.define("fine"), d.use("missing_e2")]
     assert not path.exists()
-    assert ws.check(path, before=d.source(*body)) == fixed(2, ws.rel(path))
+    assert ws.check(path, before=d.source(*body)) == ""
 
 
 def test_preflight_content_leaves_disk_and_server_untouched(ws: Workspace) -> None:
@@ -749,8 +754,8 @@ def test_timed_out_server_reports_unknown_not_clean(tmp_path: Path) -> None:
         started = time.monotonic()
         assert format_text(service.check(path)) == "\n".join([
             '<diagnostics file="slow.py">',
-            "UNKNOWN [fake] broken timed out 2 checks in a row: results for this file are "
-            "incomplete",
+            "UNKNOWN [fake] broken after 2 checks without an answer: results for this file "
+            "are incomplete; `%lsp restart fake` starts it again",
             "</diagnostics>",
         ])
         assert time.monotonic() - started < 0.5

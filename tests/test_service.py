@@ -277,9 +277,10 @@ def test_non_utf8_and_non_ascii_files_are_checked(
     assert messages(service.check(path)) == [("latin1.sh", 2, 3, "after emoji")]
 
 
-def test_file_that_vanishes_reports_its_errors_fixed(
+def test_file_that_vanishes_is_removed_not_fixed(
     workspace: Path, service_factory: list[Service]
 ) -> None:
+    """A delete fixes nothing (issue 9): no "fixed" line, a note saying it was removed."""
     service = make(service_factory, settings())
     path = workspace / "gone.sh"
     path.write_text("ERROR:bye\n")
@@ -287,7 +288,8 @@ def test_file_that_vanishes_reports_its_errors_fixed(
     path.unlink()
     report = service.check(path)
     assert messages(report) == []
-    assert [d.message for f in report.files for d in f.fixed] == ["bye"]
+    assert [d.message for f in report.files for d in f.fixed] == []
+    assert report.notes == ("gone.sh was removed (1 known problem not counted as fixed)",)
     never = service.check(workspace / "never-existed.sh")
     assert messages(never) == [] and unknowns(never) == []
 

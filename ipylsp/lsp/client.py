@@ -18,7 +18,7 @@ import contextlib
 import enum
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,17 @@ from ipylsp.lsp.convert import to_diagnostics
 from ipylsp.lsp.diagnostics import VERSIONLESS_SETTLE, DiagnosticsWaiter
 from ipylsp.lsp.documents import DocumentTable, path_to_uri
 from ipylsp.lsp.errors import ClientError
-from ipylsp.lsp.jsonrpc import ConnectionLost, Endpoint, RequestTimeout, ResponseError
+from ipylsp.lsp.jsonrpc import (
+    ConnectionLost,
+    Endpoint,
+    RequestTimeout,
+    ResponseError,
+    deadline_scope,
+)
 from ipylsp.lsp.process import ServerProcess, spawn
 from ipylsp.lsp.server_requests import STATIC_PULL, Progress, ServerHandlers
 from ipylsp.lsp.spec import ServerSpec
-from ipylsp.lsp.sync import DocumentSync
+from ipylsp.lsp.sync import DocumentSync, LockTimeout
 
 __all__ = [  # the client's API, wherever it is defined
     "FILE_CHANGED", "FILE_CREATED", "FILE_DELETED", "STATIC_PULL", "VERSIONLESS_SETTLE",
@@ -90,7 +96,9 @@ class LanguageClient:
         self._waiter = DiagnosticsWaiter(
             self._server, self._require_endpoint, self._exit_description
         )
-        self._sync = DocumentSync(self.documents, self._send, max_open_documents)
+        self._sync = DocumentSync(
+            self.documents, self._send, max_open_documents, lambda: self._server.push_sequence
+        )
         self.crashed = False
 
     # -- public state -------------------------------------------------------------------------
@@ -278,6 +286,10 @@ class LanguageClient:
             await self._require_endpoint().notify(method, params)
         except ConnectionLost:
             raise ClientError(UnknownReason.CRASHED, self._exit_description("lost")) from None
+        except RequestTimeout:  # the pipe stayed full until the caller's deadline
+            raise ClientError(
+                UnknownReason.TIMED_OUT, "sending: the server is not reading its input"
+            ) from None
 
     async def close_document(self, path: Path) -> None:
         doc = self.documents.remove(path_to_uri(path))
@@ -293,10 +305,34 @@ class LanguageClient:
             changes = [{"uri": path_to_uri(path), "type": kind} for path, kind in events]
             await self._send("workspace/didChangeWatchedFiles", {"changes": changes})
 
-    async def sync_document(self, path: Path, text: str, language_id: str) -> int:
+    async def sync_document(
+        self,
+        path: Path,
+        text: str,
+        language_id: str,
+        *,
+        save: bool = False,
+        deadline: float | None = None,
+    ) -> int:
         """Make the server see `text` without waiting for diagnostics; returns the version."""
-        async with self._sync.lock(path_to_uri(path)):
-            return (await self._sync.open_or_change(path, text, language_id)).version
+        uri = path_to_uri(path)
+        with deadline_scope(deadline):
+            async with self._locked(uri, deadline):
+                doc = await self._sync.open_or_change(path, text, language_id)
+                if save:
+                    await self._sync.save(doc, self.server_capabilities)
+                return doc.version
+
+    @contextlib.asynccontextmanager
+    async def _locked(self, uri: str, deadline: float | None) -> AsyncIterator[None]:
+        """The document's lock, waited for at most until `deadline` (`ClientError` then)."""
+        try:
+            async with self._sync.locked(uri, deadline):
+                yield
+        except LockTimeout:
+            raise ClientError(
+                UnknownReason.TIMED_OUT, "waiting for diagnostics (document busy)"
+            ) from None
 
     # -- diagnostics --------------------------------------------------------------------------
 
@@ -317,26 +353,31 @@ class LanguageClient:
         push standing, and a change to the same text is not enough: clangd neither rebuilds nor
         publishes for a text it has built, nor for a version it skipped. So it first builds the
         text with one more newline (its diagnostics awaited and dropped), then the text again.
+
+        Nothing here waits past `deadline`: the document's lock, writes to the server and the
+        answer are all bounded by it.
         """
         uri = path_to_uri(path)
-        async with self._sync.lock(uri):
-            self.last_used = time.monotonic()
-            known = self.documents.get(uri)
-            server = self._server
-            if fresh and not server.pull_identifiers and known is not None and known.text == text:
-                push_mark = server.push_sequence
-                doc = await self._sync.open_or_change(path, text + "\n", language_id)
-                await self._waiter.items(
-                    doc, doc.version, push_mark, deadline, self.request_timeout
+        with deadline_scope(deadline):
+            async with self._locked(uri, deadline):
+                self.last_used = time.monotonic()
+                known = self.documents.get(uri)
+                server = self._server
+                pull = bool(server.pull_identifiers)
+                if fresh and not pull and known is not None and known.text == text:
+                    doc = await self._sync.open_or_change(path, text + "\n", language_id)
+                    await self._waiter.items(
+                        doc, doc.version, self._sync.mark(uri), deadline, self.request_timeout
+                    )
+                doc = await self._sync.open_or_change(path, text, language_id)
+                if save:
+                    await self._sync.save(doc, self.server_capabilities)
+                items = await self._waiter.items(
+                    doc, doc.version, self._sync.mark(uri), deadline, self.request_timeout
                 )
-            push_mark = server.push_sequence
-            doc = await self._sync.open_or_change(path, text, language_id)
-            if save:
-                await self._sync.save(doc, self.server_capabilities)
-            items = await self._waiter.items(
-                doc, doc.version, push_mark, deadline, self.request_timeout
-            )
-            return doc.version, to_diagnostics(items, doc.index(), self.encoding, self.spec.id)
+                return doc.version, to_diagnostics(
+                    items, doc.index(), self.encoding, self.spec.id
+                )
 
     # -- other requests -----------------------------------------------------------------------
 

@@ -4,16 +4,22 @@ Requests carry a timeout; a request that times out (or whose caller is cancelled
 `$/cancelRequest`. Requests from the server are dispatched to registered handlers and always
 answered (MethodNotFound when nobody handles them), because several servers stall until their
 requests are answered.
+
+Writes never wait past the caller's deadline (`deadline_scope`, or a request's timeout): a server
+that does not read its input costs a caller its budget at most, and the connection ends only
+after `WRITE_TIMEOUT` seconds without progress.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ipylsp.lsp.framing import DEFAULT_MAX_BODY_BYTES, FramingError, encode_message, read_frame
@@ -31,6 +37,20 @@ WRITE_TIMEOUT = 5.0
 
 RequestHandler = Callable[[Any], Awaitable[Any]]
 NotificationHandler = Callable[[Any], None]
+
+_send_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "ipylsp_send_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def deadline_scope(deadline: float | None) -> Iterator[None]:
+    """Writes made in this context (and tasks it starts) give up at `deadline` (monotonic)."""
+    token = _send_deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _send_deadline.reset(token)
 
 
 class RpcError(Exception):
@@ -78,7 +98,8 @@ class Endpoint:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._request_handlers: dict[str, RequestHandler] = {}
         self._notification_handlers: dict[str, NotificationHandler] = {}
-        self._write_lock = asyncio.Lock()
+        self._drain: asyncio.Task[None] | None = None
+        self._wedge_timer: asyncio.TimerHandle | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._handler_tasks: set[asyncio.Task[None]] = set()
         self.closed = asyncio.Event()
@@ -112,6 +133,10 @@ class Endpoint:
     def _mark_closed(self, reason: str) -> None:
         if self.closed.is_set():
             return
+        if self._wedge_timer is not None:
+            self._wedge_timer.cancel()
+        if self._drain is not None and not self._drain.done():
+            self._drain.cancel()  # writers waiting for the pipe wake up to ConnectionLost
         self.close_reason = reason
         self.closed.set()
         for future in self._pending.values():
@@ -121,23 +146,58 @@ class Endpoint:
 
     # -- outgoing -----------------------------------------------------------------------------
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: dict[str, Any], deadline: float | None = None) -> None:
+        """Write one frame and wait until the pipe takes it, at most until the deadline (the
+        caller's, else the context's): `RequestTimeout` then, the frame stays queued. A pipe
+        that takes nothing for `WRITE_TIMEOUT` seconds ends the connection (`ConnectionLost`)."""
         if self.closed.is_set():
             raise ConnectionLost(self.close_reason or "closed")
         message["jsonrpc"] = "2.0"
-        frame = encode_message(message)
-        async with self._write_lock:
-            try:
-                self._writer.write(frame)
-                await asyncio.wait_for(self._writer.drain(), WRITE_TIMEOUT)
-            except asyncio.TimeoutError:
-                # A server that stops reading its input is wedged: no later message gets
-                # through either, so the connection ends here instead of every check waiting.
-                self._mark_closed(f"server stopped reading its input ({WRITE_TIMEOUT:.0f} s)")
-                raise ConnectionLost(self.close_reason or "write timed out") from None
-            except (ConnectionError, RuntimeError, OSError) as exc:
-                self._mark_closed(f"write failed: {exc}")
-                raise ConnectionLost(self.close_reason or "write failed") from None
+        try:
+            # A whole frame goes into the transport's buffer at once: frames never interleave,
+            # so no lock is held while waiting for the pipe (a lock would make every later
+            # writer wait for the earliest one's deadline).
+            self._writer.write(encode_message(message))
+        except (ConnectionError, RuntimeError, OSError) as exc:
+            self._mark_closed(f"write failed: {exc}")
+            raise ConnectionLost(self.close_reason or "write failed") from None
+        drain = self._drain
+        if drain is None or drain.done():
+            if not self._pipe_full():
+                return
+            drain = self._drain = asyncio.get_running_loop().create_task(self._drain_pipe())
+        context = _send_deadline.get()
+        if deadline is None or (context is not None and context < deadline):
+            deadline = context
+        wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        # `asyncio.wait` leaves the shared drain running when this caller gives up.
+        await asyncio.wait({drain}, timeout=wait)
+        if self.closed.is_set():
+            raise ConnectionLost(self.close_reason or "closed")
+        if not drain.done():
+            raise RequestTimeout("the server is not reading its input")
+
+    def _pipe_full(self) -> bool:
+        """Whether a drain would wait: the transport holds more than its high-water mark."""
+        transport = self._writer.transport
+        return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
+
+    async def _drain_pipe(self) -> None:
+        """One drain at a time, shared by every writer; the wedge timer runs while it waits."""
+        loop = asyncio.get_running_loop()
+        self._wedge_timer = loop.call_later(WRITE_TIMEOUT, self._wedged)
+        try:
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError, OSError) as exc:
+            self._mark_closed(f"write failed: {exc}")
+        finally:
+            self._wedge_timer.cancel()
+            self._wedge_timer = None
+
+    def _wedged(self) -> None:
+        # A server that stops reading its input is wedged: no later message gets through
+        # either, so the connection ends here instead of every check waiting.
+        self._mark_closed(f"server stopped reading its input ({WRITE_TIMEOUT:g} s)")
 
     async def notify(self, method: str, params: Any = None) -> None:
         message: dict[str, Any] = {"method": method}
@@ -153,9 +213,10 @@ class Endpoint:
         message: dict[str, Any] = {"id": request_id, "method": method}
         if params is not None:
             message["params"] = params
+        deadline = time.monotonic() + max(timeout, 0.0)
         try:
-            await self._send(message)
-            return await asyncio.wait_for(future, max(timeout, 0.0))
+            await self._send(message, deadline)
+            return await asyncio.wait_for(future, max(deadline - time.monotonic(), 0.0))
         except asyncio.TimeoutError:
             await self._cancel(request_id)
             raise RequestTimeout(f"{method} got no answer within {timeout:.1f} s") from None

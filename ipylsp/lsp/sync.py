@@ -3,12 +3,16 @@ didClose for the least recently used documents beyond the cap; one lock per docu
 
 Apart from the client because the versions the freshness rule is stated in are made here, and
 the lock is what keeps a change from being sent while a pull for that document is outstanding.
+Each sent text also notes the push sequence number at that moment (`mark`): a versionless push
+counts for the text only when newer, however long after the send its diagnostics are awaited.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +23,49 @@ Send = Callable[[str, Any], Awaitable[None]]
 """Sends one notification to the server (raising `ClientError` when it is gone)."""
 
 
+class LockTimeout(Exception):
+    """The document stayed locked (another check's pull) until the deadline."""
+
+
 class DocumentSync:
     """Makes one server see documents' texts. Hold `lock(uri)` around every use."""
 
-    def __init__(self, documents: DocumentTable, send: Send, max_open_documents: int) -> None:
+    def __init__(
+        self,
+        documents: DocumentTable,
+        send: Send,
+        max_open_documents: int,
+        push_sequence: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.documents = documents
         self.max_open_documents = max_open_documents
         self._send = send
+        self._push_sequence = push_sequence
         self._locks: dict[str, asyncio.Lock] = {}
+        self._marks: dict[str, int] = {}
 
     def lock(self, uri: str) -> asyncio.Lock:
         return self._locks.setdefault(uri, asyncio.Lock())
+
+    @contextlib.asynccontextmanager
+    async def locked(self, uri: str, deadline: float | None) -> AsyncIterator[None]:
+        """Hold the document's lock; `LockTimeout` when it is not free by `deadline`."""
+        lock = self.lock(uri)
+        if deadline is None:
+            await lock.acquire()
+        else:
+            try:
+                await asyncio.wait_for(lock.acquire(), max(deadline - time.monotonic(), 0.0))
+            except asyncio.TimeoutError:
+                raise LockTimeout(uri) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def mark(self, uri: str) -> int:
+        """The push sequence number when the document's current text was sent."""
+        return self._marks.get(uri, 0)
 
     async def open_or_change(self, path: Path, text: str, language_id: str) -> OpenDocument:
         """Make the server see `text` for `path`; a new text gets a new version."""
@@ -39,6 +75,7 @@ class DocumentSync:
             await self._evict(keep=uri)
             doc = OpenDocument(path=path, uri=uri, language_id=language_id, version=1, text=text)
             self.documents.add(doc)
+            self._marks[uri] = self._push_sequence()
             await self._send(
                 "textDocument/didOpen",
                 {"textDocument": {"uri": uri, "languageId": language_id, "version": 1,
@@ -47,6 +84,7 @@ class DocumentSync:
         elif doc.text != text:
             doc.version += 1
             doc.text = text
+            self._marks[uri] = self._push_sequence()
             await self._send(
                 "textDocument/didChange",
                 {"textDocument": {"uri": uri, "version": doc.version},
@@ -75,4 +113,5 @@ class DocumentSync:
             # The lock object stays: a waiter woken by its last release must find the same
             # lock as a newcomer, or two tasks could send for one document at once.
             self.documents.remove(doc.uri)
+            self._marks.pop(doc.uri, None)
             await self._send("textDocument/didClose", {"textDocument": {"uri": doc.uri}})

@@ -1,8 +1,10 @@
-"""One check of one file: pick servers, fan out, baseline and delta, roll forward.
+"""The per-file steps of a check: its plan (texts, syntax tier, servers), the questions asked
+of one server about it (baseline, current), and its end (delta, report, roll-forward).
 
 Runs on the service's loop. Every failure becomes an `Unknown` entry; nothing raises to the
-caller except bad arguments. The syntax tier's policy is in `tiers`, other files around the
-write in `others`, automatic installs in `autoinstall`, report building in `reports`.
+caller except bad arguments. How a batch of files is put to the servers is in `batch`; the
+syntax tier's policy in `tiers`, other files around the write in `others`, automatic installs
+in `autoinstall`, report building in `reports`.
 """
 
 from __future__ import annotations
@@ -10,22 +12,23 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Iterable
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ipylsp.analysis import delta as delta_mod
 from ipylsp.analysis.model import Diagnostic, FileReport, Unknown, UnknownReason
 from ipylsp.lsp import installers, languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.spec import InstallRecipe, ServerSpec
-from ipylsp.service import others, tiers
+from ipylsp.service import tiers
 from ipylsp.service.autoinstall import AutoInstaller
 from ipylsp.service.baseline import KnownFile, git_head_text, read_text
 from ipylsp.service.pool import ClientPool, Slot
 from ipylsp.service.reports import display_path, display_root, file_report, merge_reports
 from ipylsp.settings import Settings
 
-__all__ = ["Checker", "FileWrite", "ServerOutcome", "display_path", "merge_reports"]
+__all__ = ["Checker", "FilePlan", "ServerOutcome", "display_path", "merge_reports"]
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +36,10 @@ MAX_KNOWN_FILES = 2000
 """Files whose last text and results are kept as baselines; older ones fall back to git HEAD."""
 
 
-@dataclass
+@dataclass(eq=False)
 class ServerOutcome:
+    """One server's answer about one file (or why there is none)."""
+
     spec: ServerSpec
     slot: Slot | None
     client: LanguageClient | None
@@ -42,18 +47,31 @@ class ServerOutcome:
     baseline: tuple[Diagnostic, ...] = ()
     current: tuple[Diagnostic, ...] = ()
     unknown: Unknown | None = None
+    cut: bool = False
+    """Not answered when the check's budget ran out: said once per server for the whole
+    check (`Report.unknown`), not under the file."""
 
 
-@dataclass(frozen=True)
-class FileWrite:
-    """What every server of one check is asked about."""
+@dataclass(eq=False)
+class FilePlan:
+    """One file of a check: its texts, the syntax tier's view, and the servers' outcomes."""
 
     path: Path
-    language_id: str
+    language_id: str | None
     new_text: str | None
+    """None: the file does not exist (deleted, or moved away)."""
+    disk_text: str | None
+    before_text: str
     known: KnownFile | None
     preflight: bool
-    deadline: float
+    syntax: tiers.SyntaxPair | None
+    held_back: bool
+    """A syntax error introduced by the write: the servers are not asked."""
+    outcomes: list[ServerOutcome] = field(default_factory=list)
+
+    @property
+    def deleted(self) -> bool:
+        return self.new_text is None and not self.preflight
 
 
 class Checker:
@@ -69,93 +87,144 @@ class Checker:
         """Automatic installs by server id (see `autoinstall`)."""
         return self._auto.installs
 
-    # -- entry point --------------------------------------------------------------------------
+    # -- the steps of a check ------------------------------------------------------------------
 
-    async def check(
-        self,
-        path: Path,
-        *,
-        content: str | None,
-        before: str | None,
-        deadline: float,
-        batch: frozenset[Path] = frozenset(),
-    ) -> list[FileReport]:
-        """Reports for `path` (first) and for other open files the write broke.
-
-        `batch`: the files written together with this one (see `sync_written`); they get
-        their own checks, so they are not re-diagnosed here as "other files".
-        """
+    async def plan(
+        self, path: Path, *, content: str | None, before: str | None, deadline: float
+    ) -> FilePlan:
+        """Texts and the syntax tier's verdict for one file; no server is asked yet."""
         disk_text = read_text(path)
         new_text = content if content is not None else disk_text
         known = self.known.get(path)
         # A preflight (`content=`) proposes an edit of the file as it is on disk now.
         before_text = await self._before_text(
-            path, before, known, disk_text if content is not None else None
+            path, before, known, disk_text if content is not None else None, deadline
         )
         language_id = languages.language_id(path)
-        shown_root = display_root(path)
-        if language_id is None:
-            return [file_report(path, shown_root, (), (), (), (), ())]
-        if content is None:
-            await others.announce(self.pool, self.known, [path])
-        syntax_pair = tiers.syntax_pair(path, before_text, new_text)
-        outcomes: list[ServerOutcome] = []
-        if not tiers.holds_back_servers(
+        syntax = tiers.syntax_pair(path, before_text, new_text) if language_id else None
+        held_back = language_id is None or tiers.holds_back_servers(
             before_text,
             new_text,
-            syntax_pair,
+            syntax,
             semantic_after_syntax_error=self.settings.semantic_after_syntax_error,
-        ):
-            specs = registry.servers_for(path, self.settings, self.installed)
-            write = FileWrite(path, language_id, new_text, known, content is not None, deadline)
-            outcomes = list(
-                await asyncio.gather(
-                    *(
-                        self._check_server(spec, write, _server_before(spec, before_text, known))
-                        for spec in specs
-                    )
-                )
+        )
+        return FilePlan(
+            path, language_id, new_text, disk_text, before_text, known, content is not None,
+            syntax, held_back,
+        )
+
+    def specs(self, plan: FilePlan) -> list[ServerSpec]:
+        """The servers to ask about the file (none when held back or deleted)."""
+        if plan.held_back or plan.deleted:
+            return []
+        return registry.servers_for(plan.path, self.settings, self.installed)
+
+    def outcome(self, spec: ServerSpec, plan: FilePlan) -> ServerOutcome:
+        """A fresh outcome for (server, file): the slot, or why there is none."""
+        before_text = _server_before(spec, plan.before_text, plan.known)
+        slot = self.slot_for(spec, plan.path)
+        if isinstance(slot, Unknown):
+            return ServerOutcome(spec, None, None, before_text, unknown=slot)
+        return ServerOutcome(spec, slot, None, before_text)
+
+    def needs_baseline(self, outcome: ServerOutcome, plan: FilePlan) -> bool:
+        """The server must diagnose the before text first (not known from an earlier check)."""
+        known = self._baseline_if_known(outcome.spec, outcome.before_text, plan.known)
+        if known is not None:
+            outcome.baseline = known
+            return False
+        return True
+
+    async def ask_baseline(
+        self, client: LanguageClient, outcome: ServerOutcome, plan: FilePlan, deadline: float
+    ) -> None:
+        assert plan.language_id is not None
+        _, outcome.baseline = await client.diagnostics(
+            plan.path, outcome.before_text, plan.language_id, deadline=deadline
+        )
+
+    async def ask_current(
+        self,
+        client: LanguageClient,
+        outcome: ServerOutcome,
+        plan: FilePlan,
+        deadline: float,
+        *,
+        save: bool,
+    ) -> None:
+        """The new text's diagnostics (a preflight puts the disk text back afterwards)."""
+        assert plan.language_id is not None and plan.new_text is not None
+        try:
+            _, outcome.current = await client.diagnostics(
+                plan.path, plan.new_text, plan.language_id, deadline=deadline,
+                save=save and not plan.preflight,
             )
-            outcomes.extend(self._misconfigured(language_id, path, before_text))
+        finally:
+            if plan.preflight:
+                await self._restore(client, plan, deadline)
+
+    def finish(self, plan: FilePlan, lifted: frozenset[str] = frozenset()) -> FileReport:
+        """Delta, report and roll-forward of one file once its servers are done.
+
+        `lifted`: servers whose unknown is said once for the whole check instead."""
+        shown_root = display_root(plan.path)
+        if plan.language_id is None:
+            return file_report(plan.path, shown_root, (), (), (), (), ())
+        if plan.deleted:  # a move or a delete fixes nothing (see `batch.moves`)
+            self.known.pop(plan.path, None)
+            serving = registry.servers_for(plan.path, self.settings, self.installed)
+            return file_report(
+                plan.path, shown_root, (), (), (), (), tuple(s.id for s in serving)
+            )
+        outcomes = plan.outcomes
         introduced, current, fixed = tiers.combine(
-            before_text,
-            new_text,
-            syntax_pair,
+            plan.before_text,
+            plan.new_text,
+            plan.syntax,
             [(o.before_text, o.baseline, o.current) for o in outcomes if o.unknown is None],
             asked=len(outcomes),
             semantic_after_syntax_error=self.settings.semantic_after_syntax_error,
         )
-        unknown = tuple(o.unknown for o in outcomes if o.unknown is not None)
-        if content is None:
-            self._roll_forward(path, new_text, outcomes, known)
-        else:
-            await self._restore(path, language_id, disk_text, outcomes)
-        reports = [
-            file_report(
-                path,
-                shown_root,
-                introduced,
-                current,
-                fixed,
-                unknown,
-                tuple(o.spec.id for o in outcomes),
-            )
-        ]
-        if content is None:
-            answered = [
-                (o.spec.id, o.client)
-                for o in outcomes
-                if o.client is not None and o.unknown is None
-            ]
-            reports.extend(await others.rediagnose(self.known, path, answered, deadline, batch))
-        return reports
+        said = [o for o in outcomes if not (o.cut or o.spec.id in lifted)]
+        unknown = tuple(o.unknown for o in said if o.unknown is not None)
+        if not plan.preflight:
+            self._roll_forward(plan.path, plan.new_text, outcomes, plan.known)
+        return file_report(
+            plan.path, shown_root, introduced, current, fixed, unknown,
+            tuple(o.spec.id for o in said),
+        )
 
-    async def sync_written(self, paths: Iterable[Path]) -> None:
-        """Files written together: all synced before any is diagnosed (see `others`)."""
-        await others.sync_written(self.pool, self.known, paths)
+    def late_report(self, plan: FilePlan, outcome: ServerOutcome) -> FileReport | None:
+        """A server's answer that came after its check returned: its delta, and the file's
+        known results brought up to date; None when a newer check has moved on."""
+        known = self.known.get(plan.path)
+        server_id = outcome.spec.id
+        if known is None or known.text != plan.new_text or server_id not in known.missed:
+            return None
+        del known.missed[server_id]
+        known.results[server_id] = outcome.current
+        result = delta_mod.compute_delta(
+            outcome.before_text, plan.new_text or "", outcome.baseline, outcome.current
+        )
+        current = tuple(d for ds in known.results.values() for d in ds)
+        return file_report(
+            plan.path, display_root(plan.path), result.introduced, current, result.fixed, (),
+            tuple(known.results),
+        )
+
+    def unknown_for(self, spec: ServerSpec, root: Path, exc: ClientError) -> Unknown:
+        hint = ""
+        if exc.reason is UnknownReason.BROKEN:
+            hint = f"`%lsp restart {spec.id}` starts it again"
+        return self._unknown(spec, root, exc.reason, exc.detail, hint)
 
     async def _before_text(
-        self, path: Path, before: str | None, known: KnownFile | None, on_disk: str | None
+        self,
+        path: Path,
+        before: str | None,
+        known: KnownFile | None,
+        on_disk: str | None,
+        deadline: float,
     ) -> str:
         if before is not None:
             return before
@@ -163,11 +232,16 @@ class Checker:
             return on_disk
         if known is not None:
             return known.text
-        # git runs in a worker thread: the loop keeps serving other checks meanwhile
-        head = await asyncio.get_running_loop().run_in_executor(None, git_head_text, path)
+        # git runs in a worker thread: the loop keeps serving other checks meanwhile; a git
+        # slower than the budget counts as "no HEAD version" (everything is new)
+        lookup = asyncio.get_running_loop().run_in_executor(None, git_head_text, path)
+        try:
+            head = await asyncio.wait_for(lookup, max(deadline - time.monotonic(), 0.0))
+        except asyncio.TimeoutError:
+            return ""
         return head if head is not None else ""
 
-    def _misconfigured(
+    def misconfigured(
         self, language_id: str, path: Path, before_text: str
     ) -> list[ServerOutcome]:
         """An UNKNOWN for each configured role that names no server (never a silent clean)."""
@@ -185,30 +259,7 @@ class Checker:
     def installed(self, spec: ServerSpec) -> bool:
         return locate.is_installed(spec, locate.data_dir(self.settings))
 
-    # -- one server ---------------------------------------------------------------------------
-
-    async def _check_server(
-        self, spec: ServerSpec, write: FileWrite, before_text: str
-    ) -> ServerOutcome:
-        slot = self.slot_for(spec, write.path)
-        if isinstance(slot, Unknown):
-            return ServerOutcome(spec, None, None, before_text, unknown=slot)
-        root = slot.root
-        outcome = ServerOutcome(spec, slot, None, before_text)
-        for attempt in (1, 2):
-            try:
-                await self._ask_server(outcome, slot, write)
-                self.pool.record_success(slot)
-                return outcome
-            except ClientError as exc:
-                # A server found dead mid-check (killed since the last one) gets one restart.
-                if exc.reason is UnknownReason.CRASHED and attempt == 1:
-                    continue
-                if exc.reason is UnknownReason.TIMED_OUT:
-                    await self.pool.record_timeout(slot)
-                outcome.unknown = self._unknown(spec, root, exc.reason, exc.detail)
-                return outcome
-        return outcome
+    # -- servers ------------------------------------------------------------------------------
 
     def slot_for(self, spec: ServerSpec, path: Path) -> Slot | Unknown:
         """The pool slot serving `path` for `spec` (Python env handed over), or why none can."""
@@ -228,6 +279,17 @@ class Checker:
             pyenv.for_server(spec, root, ceiling=gate), root, resolution.command
         )
 
+    def running_for(self, path: Path) -> list[tuple[str, LanguageClient]]:
+        """(server id, client) of the running servers that serve `path` (none are started)."""
+        found = []
+        gate = display_root(path)
+        for spec in registry.servers_for(path, self.settings, self.installed):
+            root = roots.find_root(path, spec.root_markers, git_worktree=gate)
+            slot = self.pool.find(spec.id, root)
+            if slot is not None and slot.client is not None and slot.client.alive:
+                found.append((spec.id, slot.client))
+        return found
+
     async def start_servers(self, path: Path, deadline: float) -> list[str]:
         """Acquire every server for `path`; a line per server saying how that went."""
         lines = []
@@ -243,29 +305,6 @@ class Checker:
                 continue
             lines.append(f"{spec.id}: running (pid {client.pid}) for {slot.root}")
         return lines
-
-    async def _ask_server(self, outcome: ServerOutcome, slot: Slot, write: FileWrite) -> None:
-        """Baseline (unless known) and current diagnostics from one server."""
-        spec, before_text, path = outcome.spec, outcome.before_text, write.path
-        client = outcome.client = await self.pool.acquire(slot, write.deadline)
-        baseline = self._baseline_if_known(spec, before_text, write.known)
-        if write.new_text is None:  # deleted: everything it had is fixed
-            if baseline is None and before_text:  # a `before` the server has not seen
-                _, baseline = await client.diagnostics(
-                    path, before_text, write.language_id, deadline=write.deadline
-                )
-            await client.close_document(path)
-            outcome.baseline = baseline or ()
-            return
-        if baseline is None and before_text:
-            _, baseline = await client.diagnostics(
-                path, before_text, write.language_id, deadline=write.deadline
-            )
-        outcome.baseline = baseline or ()
-        _, outcome.current = await client.diagnostics(
-            path, write.new_text, write.language_id, deadline=write.deadline,
-            save=not write.preflight,
-        )
 
     @staticmethod
     def _baseline_if_known(
@@ -319,23 +358,19 @@ class Checker:
         while len(self.known) > MAX_KNOWN_FILES:  # forget the least recently checked texts
             del self.known[next(iter(self.known))]
 
-    async def _restore(
-        self,
-        path: Path,
-        language_id: str,
-        disk_text: str | None,
-        outcomes: list[ServerOutcome],
-    ) -> None:
-        """After a preflight check, servers see the disk text again (no file: not open)."""
-        for outcome in outcomes:
-            if outcome.client is not None and outcome.client.alive:
-                try:
-                    if disk_text is None:
-                        await outcome.client.close_document(path)
-                    else:
-                        await outcome.client.sync_document(path, disk_text, language_id)
-                except ClientError:
-                    continue
+    async def _restore(self, client: LanguageClient, plan: FilePlan, deadline: float) -> None:
+        """After a preflight, the server sees the disk text again (no file: not open)."""
+        if not client.alive or plan.language_id is None:
+            return
+        try:
+            if plan.disk_text is None:
+                await client.close_document(plan.path)
+            else:
+                await client.sync_document(
+                    plan.path, plan.disk_text, plan.language_id, deadline=deadline
+                )
+        except ClientError:
+            return
 
 
 def _server_before(spec: ServerSpec, before_text: str, known: KnownFile | None) -> str:

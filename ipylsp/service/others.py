@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from ipylsp.analysis import delta as delta_mod
@@ -82,14 +83,14 @@ async def sync_written(
 
 async def rediagnose(
     known: dict[Path, KnownFile],
-    path: Path,
+    batch: frozenset[Path],
     answered: Iterable[tuple[str, LanguageClient]],
     deadline: float,
-    batch: frozenset[Path] = frozenset(),
 ) -> list[FileReport]:
     """Re-diagnose other open documents whose results we know; report what broke there.
 
-    `answered`: (server id, client) of each server that answered for `path`. `known` is
+    Once per batch: `batch` holds the files the check wrote (each had its own diagnostics),
+    `answered` the (server id, client) of each server that answered for them. `known` is
     ordered by last check. All at once: a push server rebuilds each document (twice, see
     `fresh`), and servers build documents in parallel."""
     jobs = []
@@ -103,9 +104,7 @@ async def rediagnose(
                 (
                     p
                     for p in reversed(known)
-                    if p != path
-                    and p not in batch
-                    and client.documents.get(path_to_uri(p)) is not None
+                    if p not in batch and client.documents.get(path_to_uri(p)) is not None
                 ),
                 MAX_OTHER_FILES,
             )
@@ -137,6 +136,7 @@ async def _other_file(
     known.results[server_id] = now
     if not (result.introduced or result.fixed):
         return None
-    return file_report(
+    report = file_report(
         other, display_root(other), result.introduced, now, result.fixed, (), (server_id,)
     )
+    return replace(report, elsewhere=True)

@@ -3,8 +3,9 @@ backoff, a broken set, and an idle reaper.
 
 A wedged server must cost the kernel at most one wait budget: a start that outlives a check's
 budget keeps running in the background, and later checks answer "still starting" at once; a
-start that fails, or a server that times out `max_timeouts` checks in a row while reporting no
-progress, is marked broken until `restart`.
+start that fails, or a server that gives no answer at all in `max_timeouts` checks in a row
+while reporting no progress, is marked broken until `restart`. Nothing a check awaits here
+stops a process: dead, wedged and broken clients are stopped in the background.
 """
 
 from __future__ import annotations
@@ -60,6 +61,13 @@ class ClientPool:
         self.settings = settings
         self._slots: dict[Key, Slot] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    def _stop_later(self, client: LanguageClient) -> None:
+        """Stop a client off the check's path (shutdown, grace, kill take seconds)."""
+        task = asyncio.get_running_loop().create_task(client.stop())
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
 
     # -- acquiring ----------------------------------------------------------------------------
 
@@ -115,7 +123,7 @@ class ClientPool:
         """A dead client: count the crash, back off, or give up and mark the slot broken."""
         detail = client.exit_reason()
         slot.client = None
-        await client.stop()
+        self._stop_later(client)
         slot.crashes += 1
         now = time.monotonic()
         if slot.crashes > self.settings.max_restarts:
@@ -158,15 +166,17 @@ class ClientPool:
         slot.timeouts = 0
 
     async def record_timeout(self, slot: Slot) -> None:
-        """Count a timed-out check; a server that is not reporting progress gets `max_timeouts`."""
+        """Count a check in which the server answered nothing; one that reports progress is
+        busy, not wedged. After `max_timeouts` in a row it is set aside as broken (stopped in
+        the background), so later checks answer from the broken set at once."""
         client = slot.client
         if client is None or client.progress.busy:
             return
         slot.timeouts += 1
         if slot.timeouts >= self.settings.max_timeouts:
-            slot.broken = f"timed out {slot.timeouts} checks in a row"
+            slot.broken = f"after {slot.timeouts} checks without an answer"
             slot.client = None
-            await client.stop()
+            self._stop_later(client)
 
     # -- control ------------------------------------------------------------------------------
 
@@ -210,6 +220,8 @@ class ClientPool:
         if self._reaper is not None:
             self._reaper.cancel()
         await self.stop()
+        if self._stopping:
+            await asyncio.gather(*self._stopping, return_exceptions=True)
         self._slots.clear()
 
     def clients(self) -> list[tuple[Slot, LanguageClient]]:

@@ -16,14 +16,18 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
-from ipylsp.service.checker import Checker, merge_reports
+from ipylsp.lsp.jsonrpc import deadline_scope
+from ipylsp.service import batch
+from ipylsp.service.batch import FileCheck
+from ipylsp.service.checker import Checker
 from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
+from ipylsp.service.late import LateAnswers
 from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
 from ipylsp.service.pool import ClientPool, SlotStatus
@@ -32,17 +36,11 @@ from ipylsp.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# Beyond the wait budget, how long a caller waits for the loop to hand the report back.
+__all__ = ["FileCheck", "Service"]
+
+# Beyond the wait budget, how long a caller waits for the loop to hand the report back. No
+# server behaviour reaches it (the batch keeps the budget); it guards against our own bugs.
 _HANDOVER_MARGIN = 2.0
-
-
-@dataclass(frozen=True, slots=True)
-class FileCheck:
-    """One file to check: `before` is its text before the write (None: what the service knows)."""
-
-    path: Path
-    before: str | None = None
-    content: str | None = None
 
 
 class Service:
@@ -54,6 +52,8 @@ class Service:
         self._pool = ClientPool(self._settings)
         self._checker = Checker(self._settings, self._pool)
         self._pending = PendingChannel()
+        self._late = LateAnswers(self._checker, self._pending)
+        self._unchecked: list[FileCheck] = []
         self._lock = threading.Lock()
         self._closed = False
         _register_for_cleanup(self)
@@ -132,31 +132,90 @@ class Service:
         loop = self._background()
         try:
             on_wait = None if progress is None else lambda: progress(self._waiting_for())
-            reports, rows = loop.run(
-                self._check_all_with_status(files, deadline),
+            result, rows = loop.run(
+                self._check_all_with_status(files, deadline, budget),
                 budget + _HANDOVER_MARGIN,
                 on_wait=on_wait,
             )
         except LoopTimeout:
             rows = None
-            reports = [
-                FileReport(
-                    path=f.path,
-                    display_path=_shown(f.path),
-                    unknown=(Unknown("ipylsp", UnknownReason.TIMED_OUT, "check timed out"),),
-                )
-                for f in files
-            ]
-        report = Report(files=tuple(reports), root=_common_root(r.path for r in reports))
+            result = batch.BatchResult(
+                files=[
+                    FileReport(
+                        path=f.path,
+                        display_path=_shown(f.path),
+                        unknown=(Unknown("ipylsp", UnknownReason.TIMED_OUT, "check timed out"),),
+                    )
+                    for f in files
+                ]
+            )
+        notes = list(result.notes)
+        if result.rest:
+            with self._lock:
+                self._unchecked = list(result.rest)
+            checked = len(files) - len(result.rest)
+            notes.append(
+                f"{len(files)} files written, {checked} checked (files that existed before "
+                f"first, then new ones); {len(result.rest)} not checked yet: `%lsp check` "
+                f"checks the next {self._settings.max_files_per_check}"
+            )
+        report = Report(
+            files=tuple(result.files),
+            root=_common_root(r.path for r in result.files),
+            notes=tuple(notes),
+            unknown=tuple(result.unknown),
+        )
         self._pending.record(report)
         self._publish_status(rows)
         return report
 
+    def check_rest(
+        self,
+        *,
+        timeout: float | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> Report:
+        """The next `max_files_per_check` files a capped check left unchecked (an empty report
+        when there are none); what still remains after them is kept for the next call."""
+        with self._lock:
+            rest, self._unchecked = self._unchecked, []
+        return self.check_files(rest, timeout=timeout, progress=progress)
+
+    @property
+    def unchecked(self) -> int:
+        """Files a capped check left for `check_rest`."""
+        return len(self._unchecked)
+
     async def _check_all_with_status(
-        self, files: Sequence[FileCheck], deadline: float
-    ) -> tuple[list[FileReport], list[SlotStatus]]:
-        """The reports, and the pool's status read on the loop (no second thread hop)."""
-        return await self._check_all(files, deadline), self._pool.status()
+        self, files: Sequence[FileCheck], deadline: float, budget: float
+    ) -> tuple[batch.BatchResult, list[SlotStatus]]:
+        """The batch's result, and the pool's status read on the loop (no second thread hop)."""
+        return await self._check_all(files, deadline, budget), self._pool.status()
+
+    async def _check_all(
+        self, files: Sequence[FileCheck], deadline: float, budget: float
+    ) -> batch.BatchResult:
+        self._late.cancel({f.path for f in files})
+        try:
+            with deadline_scope(deadline):
+                result = await batch.check(
+                    self._checker, files, deadline, budget=budget,
+                    limit=self._settings.max_files_per_check,
+                )
+        except Exception as exc:  # the kernel must never see our bugs as its own
+            log.exception("check of %d files failed", len(files))
+            return batch.BatchResult(
+                files=[
+                    FileReport(
+                        path=f.path,
+                        display_path=_shown(f.path),
+                        unknown=(Unknown("ipylsp", UnknownReason.FAILED, repr(exc)),),
+                    )
+                    for f in files
+                ]
+            )
+        self._late.adopt(result.late)
+        return result
 
     def _waiting_for(self) -> str:
         """A line for people: which servers a long check is waiting for, and why."""
@@ -188,33 +247,6 @@ class Service:
     def thread_ident(self) -> int | None:
         """The background loop's thread (started if needed; starting it spawns no server)."""
         return self._background().thread_ident
-
-    async def _check_all(self, files: Sequence[FileCheck], deadline: float) -> list[FileReport]:
-        reports: list[FileReport] = []
-        batch = frozenset(f.path for f in files if f.content is None)
-        if len(batch) > 1:  # written together: servers see all new texts before any check
-            try:
-                await self._checker.sync_written(sorted(batch))
-            except Exception:
-                log.exception("syncing %d written files failed", len(batch))
-        for item in files:
-            try:
-                reports.extend(
-                    await self._checker.check(
-                        item.path, content=item.content, before=item.before, deadline=deadline,
-                        batch=batch,
-                    )
-                )
-            except Exception as exc:  # the kernel must never see our bugs as its own
-                log.exception("check of %s failed", item.path)
-                reports.append(
-                    FileReport(
-                        path=item.path,
-                        display_path=_shown(item.path),
-                        unknown=(Unknown("ipylsp", UnknownReason.FAILED, repr(exc)),),
-                    )
-                )
-        return merge_reports(reports)
 
     def feature(
         self,
@@ -316,6 +348,8 @@ class Service:
             self._closed = True
             loop = self._loop
         if loop is not None and loop.running:
+            with contextlib.suppress(Exception):
+                loop.run(self._late.close(), 5)
             with contextlib.suppress(Exception):
                 loop.run(self._pool.close(), self._settings.shutdown_grace * 2 + 5)
             loop.stop()

@@ -1,0 +1,401 @@
+"""A batch: the files one cell (or one `Service.check_files` call) wrote, checked as one job.
+
+Its own module because this is where a check's budget is kept. Per server: every new text is
+synced first (after one round of file events), then the server's files are asked about
+concurrently, at most `in_flight(server)` requests at a time; baselines not known from an
+earlier check go first. At the deadline, files still unanswered are a budget cut, said once per
+server (`Report.unknown`), not a timeout of the server; their requests keep going in the
+background (`BatchResult.late`: the service hands late answers to the pending channel). A
+server counts toward "broken" only when it answered nothing at all in the check. Other open
+files are re-diagnosed once per batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ipylsp.analysis.model import FileReport, Unknown, UnknownReason
+from ipylsp.analysis.naturalsort import natural_key
+from ipylsp.lsp.client import ClientError, LanguageClient
+from ipylsp.lsp.jsonrpc import deadline_scope
+from ipylsp.service import others
+from ipylsp.service.checker import Checker, FilePlan, ServerOutcome
+from ipylsp.service.pool import Slot
+from ipylsp.service.reports import display_path, display_root, merge_reports
+
+log = logging.getLogger(__name__)
+
+IN_FLIGHT: dict[str, int] = {"ruff": 16, "ty": 16, "basedpyright": 4, "pyright": 4, "tsc": 8}
+"""Diagnostic requests in flight per server during a batch (benchmarks/bench_batch.py)."""
+DEFAULT_IN_FLIGHT = 8
+
+LATE_WINDOW = 60.0
+"""Seconds after a check's deadline during which its unanswered requests may still answer."""
+
+CUT_HINT = (
+    "their results go to `%lsp pending` as they arrive; a larger IPyLSP.wait_budget waits "
+    "for them"
+)
+
+
+def in_flight(server_id: str) -> int:
+    return IN_FLIGHT.get(server_id, DEFAULT_IN_FLIGHT)
+
+
+@dataclass(frozen=True, slots=True)
+class FileCheck:
+    """One file to check: `before` is its text before the write (None: what the service knows)."""
+
+    path: Path
+    before: str | None = None
+    content: str | None = None
+
+
+@dataclass(eq=False)
+class Job:
+    """One (file, server) question of a batch."""
+
+    plan: FilePlan
+    outcome: ServerOutcome
+    baseline: bool
+    """The before text must be diagnosed first (not known from an earlier check)."""
+    done: bool = False
+    answered: bool = False
+    cancelled: bool = False
+    retry: bool = False
+    task: asyncio.Task[None] | None = None
+
+    def cancel(self) -> None:
+        """A newer check wants the document: drop this question (and its lock)."""
+        self.cancelled = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+
+@dataclass(eq=False)
+class ServerRun:
+    """One server's part of a batch."""
+
+    slot: Slot
+    client: LanguageClient
+    jobs: list[Job]
+    answered: int = 0
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class BatchResult:
+    files: list[FileReport] = field(default_factory=list)
+    unknown: list[Unknown] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    late: list[tuple[ServerRun, list[Job]]] = field(default_factory=list)
+    """Runs still going after the deadline, with the jobs the report counted as not checked."""
+    rest: list[FileCheck] = field(default_factory=list)
+    """Files over `max_files_per_check`, not checked (the next `check_rest`)."""
+
+
+async def check(
+    checker: Checker,
+    files: Sequence[FileCheck],
+    deadline: float,
+    *,
+    budget: float,
+    limit: int | None = None,
+) -> BatchResult:
+    """Check `files` as one batch; see the module docstring. Never raises for a server."""
+    result = BatchResult()
+    chosen, result.rest = choose(files, limit)
+    plans = list(
+        await asyncio.gather(
+            *(
+                checker.plan(f.path, content=f.content, before=f.before, deadline=deadline)
+                for f in chosen
+            )
+        )
+    )
+    plans.sort(key=lambda p: natural_key(display_path(p.path, display_root(p.path))))
+    written = [p.path for p in plans if not p.preflight]
+    if written:
+        try:  # file events once, and open documents see every new text before any check
+            await others.sync_written(checker.pool, checker.known, written)
+        except Exception:
+            log.exception("syncing %d written files failed", len(written))
+    runs = await _start_runs(checker, plans, deadline)
+    if runs:
+        await asyncio.wait([r.task for r in runs if r.task is not None],
+                           timeout=max(deadline - time.monotonic(), 0.0))
+    lifted = await _settle(checker, plans, runs, budget, result)
+    result.files = [checker.finish(plan, lifted) for plan in plans]
+    result.notes.extend(moves(plans))
+    # Servers whose view of the workspace the batch changed: those that answered, and
+    # those serving a deleted file (its importers may break).
+    answered = {id(run.client): (run.slot.spec.id, run.client) for run in runs if run.answered}
+    for plan in plans:
+        if plan.deleted:
+            answered.update((id(c), (sid, c)) for sid, c in checker.running_for(plan.path))
+    if answered and written:
+        elsewhere = await others.rediagnose(
+            checker.known, frozenset(written), list(answered.values()), deadline
+        )
+        result.files.extend(sorted(elsewhere, key=lambda f: natural_key(f.display_path)))
+    result.files = merge_reports(result.files)
+    return result
+
+
+def choose(
+    files: Sequence[FileCheck], limit: int | None
+) -> tuple[list[FileCheck], list[FileCheck]]:
+    """At most `limit` files (deletions are free): files that existed before the write
+    first, then new ones, each in natural order; the rest is returned apart, never dropped."""
+    if limit is None or limit <= 0:
+        return list(files), []
+    gone = [f for f in files if f.content is None and not f.path.exists()]
+    present = [f for f in files if f not in gone]
+    if len(present) <= limit:
+        return list(files), []
+    present.sort(key=lambda f: (f.before == "", natural_key(str(f.path))))
+    return gone + present[:limit], present[limit:]
+
+
+async def _start_runs(checker: Checker, plans: list[FilePlan], deadline: float) -> list[ServerRun]:
+    """Outcomes for every (file, server); a started run per server that can answer."""
+    groups: dict[int, tuple[Slot, list[Job]]] = {}
+    for plan in plans:
+        for spec in checker.specs(plan):
+            outcome = checker.outcome(spec, plan)
+            plan.outcomes.append(outcome)
+            if outcome.slot is not None:
+                job = Job(plan, outcome, checker.needs_baseline(outcome, plan))
+                groups.setdefault(id(outcome.slot), (outcome.slot, []))[1].append(job)
+        if plan.language_id is not None and not plan.held_back and not plan.deleted:
+            plan.outcomes.extend(
+                checker.misconfigured(plan.language_id, plan.path, plan.before_text)
+            )
+    slots = [slot for slot, _ in groups.values()]
+    clients = await asyncio.gather(*(_acquire(checker, slot, deadline) for slot in slots))
+    runs = []
+    late_deadline = deadline + LATE_WINDOW
+    for (slot, jobs), client in zip(groups.values(), clients, strict=True):
+        if isinstance(client, ClientError):
+            unknown = checker.unknown_for(slot.spec, slot.root, client)
+            for job in jobs:
+                job.outcome.unknown, job.done = unknown, True
+            continue
+        run = ServerRun(slot, client, jobs)
+        for job in jobs:
+            job.outcome.client = client
+        with deadline_scope(late_deadline):  # the run's writes may outlive the check
+            run.task = asyncio.get_running_loop().create_task(
+                _run(checker, run, late_deadline)
+            )
+        runs.append(run)
+    return runs
+
+
+async def _acquire(checker: Checker, slot: Slot, deadline: float) -> LanguageClient | ClientError:
+    try:
+        return await checker.pool.acquire(slot, deadline)
+    except ClientError as exc:
+        return exc
+
+
+async def _run(checker: Checker, run: ServerRun, deadline: float) -> None:
+    """Baselines, then every new text synced, then the current diagnostics; one restart when
+    the server is found dead mid-run (killed since the last check)."""
+    for attempt in (1, 2):
+        client = run.client
+        jobs = [j for j in run.jobs if not j.done and not j.cancelled]
+        cap = client.max_open_documents
+        client.max_open_documents = max(cap, checker.settings.max_open_documents + len(jobs) - 1)
+        try:
+            await _ask_all(checker, client, run, jobs, deadline)
+        finally:
+            client.max_open_documents = checker.settings.max_open_documents
+        retry = [j for j in run.jobs if j.retry]
+        if not retry:
+            return
+        for job in retry:
+            job.retry = False
+        error = None
+        if attempt == 1:
+            try:
+                run.client = await checker.pool.acquire(run.slot, deadline)
+            except ClientError as exc:
+                error = exc
+        else:
+            error = ClientError(UnknownReason.CRASHED, run.client.exit_reason())
+        if error is not None:
+            unknown = checker.unknown_for(run.slot.spec, run.slot.root, error)
+            for job in retry:
+                job.outcome.unknown, job.done = unknown, True
+            return
+        for job in retry:
+            job.outcome.client = run.client
+
+
+async def _ask_all(
+    checker: Checker, client: LanguageClient, run: ServerRun, jobs: list[Job], deadline: float
+) -> None:
+    gate = asyncio.Semaphore(in_flight(run.slot.spec.id))
+
+    def baseline(job: Job) -> Awaitable[None]:
+        return checker.ask_baseline(client, job.outcome, job.plan, deadline)
+
+    def current(job: Job) -> Awaitable[None]:
+        return checker.ask_current(client, job.outcome, job.plan, deadline, save=False)
+
+    await _each([j for j in jobs if j.baseline], baseline, gate, run, final=False)
+    rest = [j for j in jobs if not (j.done or j.cancelled or j.retry)]
+    for job in rest:  # every new text before any diagnostics (a caller and its callee)
+        plan = job.plan
+        assert plan.new_text is not None and plan.language_id is not None
+        try:
+            await client.sync_document(
+                plan.path, plan.new_text, plan.language_id, save=not plan.preflight,
+                deadline=deadline,
+            )
+        except ClientError as exc:
+            _failed(run, job, exc)
+    rest = [j for j in rest if not (j.done or j.retry)]
+    await _each(rest, current, gate, run, final=True)
+
+
+async def _each(
+    jobs: list[Job],
+    ask: Callable[[Job], Awaitable[None]],
+    gate: asyncio.Semaphore,
+    run: ServerRun,
+    *,
+    final: bool,
+) -> None:
+    async def one(job: Job) -> None:
+        async with gate:
+            if job.cancelled or job.done:
+                return
+            try:
+                await ask(job)
+            except ClientError as exc:
+                _failed(run, job, exc)
+                return
+        run.answered += 1
+        if final:
+            job.done = job.answered = True
+
+    loop = asyncio.get_running_loop()
+    tasks = []
+    for job in jobs:
+        job.task = loop.create_task(one(job))
+        tasks.append(job.task)
+    # Cancelled jobs (a newer check took the document) end quietly.
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _failed(run: ServerRun, job: Job, exc: ClientError) -> None:
+    if exc.reason is UnknownReason.CRASHED and not run.client.alive:
+        job.retry = True  # the run restarts the server once
+        return
+    job.outcome.unknown = Unknown(job.outcome.spec.id, exc.reason, exc.detail)
+    job.done = True
+
+
+async def _settle(
+    checker: Checker,
+    plans: list[FilePlan],
+    runs: list[ServerRun],
+    budget: float,
+    result: BatchResult,
+) -> frozenset[str]:
+    """At the deadline: unanswered files become a cut (one line per server); a server that
+    answered nothing counts a timeout; uniform unknowns of a multi-file batch are said once.
+    Returns the servers whose unknowns were lifted to `result.unknown`."""
+    snapshot = [(run, [j for j in run.jobs if not j.done]) for run in runs]
+    for run, pending in snapshot:
+        for job in run.jobs:
+            job.retry = False  # a restart that did not finish in time
+        if not pending:
+            continue
+        several = len(run.jobs) > 1
+        busy = run.client.progress.describe() if run.client.progress.busy else ""
+        detail = "waiting for diagnostics"
+        if busy:
+            detail += f" while the server was busy ({busy})"
+        for job in pending:
+            job.outcome.unknown = Unknown(run.slot.spec.id, UnknownReason.TIMED_OUT, detail)
+            job.outcome.cut = several
+        if several:
+            result.unknown.append(
+                Unknown(
+                    run.slot.spec.id,
+                    UnknownReason.TIMED_OUT,
+                    f"{len(pending)} of {len(run.jobs)} files not checked within {budget:.1f} s",
+                    CUT_HINT,
+                )
+            )
+        if run.task is not None and not run.task.done():
+            result.late.append((run, pending))
+    for run, _ in snapshot:
+        timed_out = any(
+            j.outcome.unknown is not None and j.outcome.unknown.reason is UnknownReason.TIMED_OUT
+            for j in run.jobs
+        )
+        if run.answered:
+            checker.pool.record_success(run.slot)
+        elif timed_out:  # nothing at all from this server in the whole check
+            await checker.pool.record_timeout(run.slot)
+    return _lift(plans, result)
+
+
+def _lift(plans: list[FilePlan], result: BatchResult) -> frozenset[str]:
+    """One line for a server that could not answer for any file of a multi-file batch."""
+    by_server: dict[str, list[ServerOutcome]] = {}
+    for plan in plans:
+        for outcome in plan.outcomes:
+            by_server.setdefault(outcome.spec.id, []).append(outcome)
+    lifted = set()
+    for server_id, outcomes in by_server.items():
+        said = [o for o in outcomes if not o.cut]
+        unknowns = [o.unknown for o in said if o.unknown is not None]
+        if len(said) < 2 or len(unknowns) < len(said):
+            continue
+        if len({(u.reason, u.detail) for u in unknowns}) != 1:
+            continue
+        first = next((u for u in unknowns if u.hint), unknowns[0])
+        detail = first.detail
+        if first.reason is UnknownReason.NOT_INSTALLED:
+            detail = f"({detail})"
+        result.unknown.append(
+            Unknown(
+                server_id,
+                first.reason,
+                f"{first.reason.value} {detail}".strip() + f": {len(said)} files not checked",
+                first.hint,
+            )
+        )
+        lifted.add(server_id)
+    return frozenset(lifted)
+
+
+def moves(plans: list[FilePlan]) -> list[str]:
+    """A file moved or removed fixes nothing: a note, when it had known problems."""
+    notes = []
+    arrived = {p.new_text: p for p in plans if p.new_text and not p.preflight}
+    for plan in plans:
+        if not plan.deleted or plan.known is None:
+            continue
+        count = sum(len(ds) for ds in plan.known.results.values())
+        if not count:
+            continue
+        shown = display_path(plan.path, display_root(plan.path))
+        what = f"{count} known problem" + ("" if count == 1 else "s")
+        target = arrived.get(plan.before_text) if plan.before_text else None
+        if target is not None:
+            moved_to = display_path(target.path, display_root(target.path))
+            notes.append(f"{shown} was moved to {moved_to} ({what} moved with it, not fixed)")
+        else:
+            notes.append(f"{shown} was removed ({what} not counted as fixed)")
+    return notes
