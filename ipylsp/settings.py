@@ -33,7 +33,8 @@ class Settings:
     request_timeout: float = 10.0
     """Seconds a single request may take before it is cancelled."""
     shutdown_grace: float = 2.0
-    """Seconds a server gets to exit after shutdown/exit before its process group is killed."""
+    """Seconds a server gets to answer `shutdown`; one that answers then gets 0.4 s to exit
+    (`client.EXIT_GRACE`), one that does not is killed at once (tree and helpers)."""
     idle_timeout: float = 600.0
     """Seconds without use after which a server is stopped (0 disables the reaper)."""
     max_open_documents: int = 50

@@ -1,7 +1,10 @@
 """Shared fixtures: the fake server's command, and the no-orphans guarantee.
 
-After every test module, no process started by the tests may be alive except ipylsp's
-watchdog: a leaked language server fails the run.
+After every test module, no process started by the tests may be alive except this process's
+ipylsp watchdog: a leaked language server fails the run. "Started by the tests" is decided by
+a marker in the environment (`MARKER_VAR`, set here at import, so kernels, servers and their
+helpers inherit it), not by ancestry: a helper in its own session that was reparented when its
+server exited is no descendant of pytest, but it carries the marker.
 """
 
 from __future__ import annotations
@@ -10,14 +13,19 @@ import contextlib
 import os
 import signal
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ipylsp.lsp.process import Watchdog, descendants, running, wait_exited
+from ipylsp.lsp.process import Watchdog, carrying, descendants, running, wait_exited
 
 FAKE_SERVER = Path(__file__).parent / "fixtures" / "fake_server.py"
+
+MARKER_VAR = "IPYLSP_TEST_MARKER"
+MARKER = f"{os.getpid()}-{uuid.uuid4().hex}"
+os.environ[MARKER_VAR] = MARKER  # before any test starts anything: everything inherits it
 
 
 def fake_command(*flags: str) -> tuple[str, ...]:
@@ -34,11 +42,18 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def marked() -> list[int]:
+    """Live processes that carry this run's marker, this process and its watchdog left out."""
+    watchdog = Watchdog._instance
+    skip = {os.getpid()} | ({watchdog.pid} if watchdog is not None else set())
+    return [pid for pid in carrying(MARKER_VAR, MARKER) if pid not in skip and running(pid)]
+
+
 def _stray_processes() -> list[tuple[int, str]]:
     watchdog = Watchdog._instance
     allowed = {watchdog.pid} if watchdog is not None else set()
     strays = []
-    for pid in descendants(os.getpid()):
+    for pid in sorted({*descendants(os.getpid()), *marked()}):
         if pid in allowed or not running(pid):
             continue
         command = cmdline(pid)

@@ -1,13 +1,18 @@
 """Server processes: spawned in their own process group, never outliving the Python process.
 
-Two mechanisms guarantee "no orphans":
+Three mechanisms guarantee "no orphans":
 
-- every server is a session/process-group leader, so stopping it kills the whole group (and any
-  descendants found in /proc that escaped it);
+- every server is a session/process-group leader, so stopping it kills the whole group and the
+  descendants found in /proc that left it;
+- every server gets a tag in its environment, `IPYLSP_SERVER_TAG=<owner>.<n>` (owner: this
+  process's pid and start time), which its helpers inherit. A helper that started its own
+  session and was reparented when its parent exited (gopls's `go list`, rust-analyzer's
+  proc-macro server) is neither a descendant nor a group member any more; the tag still finds
+  it (a scan of /proc/*/environ: about 15 microseconds per process);
 - one small watchdog process per Python process (its own session too, so a Jupyter interrupt or
   a `killpg` of the kernel's group does not reach it) holds the read end of a pipe. The kernel
   tells it which groups exist. When the kernel dies — even by SIGKILL — the pipe reaches EOF and
-  the watchdog kills every group it was told about.
+  the watchdog kills every group it was told about and every process carrying the owner's tag.
 """
 
 from __future__ import annotations
@@ -15,26 +20,46 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import itertools
 import logging
 import os
-import select
 import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
+
+from ipylsp.lsp.procfs import (
+    TAG_VAR,
+    carrying,
+    descendants,
+    left_by,
+    running,
+    start_time,
+    tagged,
+    wait_exited,
+)
+
+__all__ = [  # the /proc readers are used beside the process API (tests, benchmarks)
+    "TAG_VAR", "ServerProcess", "Watchdog", "carrying", "descendants", "kill_tree", "left_by",
+    "running", "spawn", "start_time", "tagged", "wait_exited",
+]
 
 log = logging.getLogger(__name__)
 
 STDERR_TAIL_BYTES = 16 * 1024
+T = TypeVar("T")
+
+_TAGS = itertools.count(1)  # process-wide: a replaced watchdog must not hand out a tag again
 
 _WATCHDOG_SOURCE = r"""
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 signal.signal(signal.SIGHUP, signal.SIG_IGN)
+needle = sys.argv[1].encode()
 groups = set()
 for line in sys.stdin.buffer:
     op, _, arg = line.strip().partition(b" ")
@@ -46,15 +71,37 @@ for line in sys.stdin.buffer:
         groups.add(pgid)
     elif op == b"-":
         groups.discard(pgid)
+def tagged():
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/" + entry + "/environ", "rb") as handle:
+                    names = handle.read().split(b"\0")
+            except OSError:
+                continue
+            if any(name.startswith(needle) for name in names):
+                found.append(int(entry))
+    return found
 def kill(sig):
+    left = []
     for pgid in groups:
         try:
             os.killpg(pgid, sig)
+            left.append(pgid)
         except OSError:
             pass
-if groups:
-    kill(signal.SIGTERM)
-    time.sleep(0.5)
+    for pid in tagged():
+        try:
+            os.kill(pid, sig)
+            left.append(pid)
+        except OSError:
+            pass
+    return left
+if kill(signal.SIGTERM):
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline and kill(0):
+        time.sleep(0.02)
     kill(signal.SIGKILL)
 """
 
@@ -66,8 +113,9 @@ class Watchdog:
     _instance: Watchdog | None = None
 
     def __init__(self) -> None:
+        self.owner = f"{os.getpid()}.{start_time(os.getpid())}"
         self._proc = subprocess.Popen(
-            [sys.executable, "-S", "-c", _WATCHDOG_SOURCE],
+            [sys.executable, "-S", "-c", _WATCHDOG_SOURCE, f"{TAG_VAR}={self.owner}."],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -99,6 +147,10 @@ class Watchdog:
             stdin.write(line.encode() + b"\n")
             stdin.flush()
 
+    def new_tag(self) -> str:
+        """A tag for one more server of this process (the watchdog kills all of them)."""
+        return f"{self.owner}.{next(_TAGS)}"
+
     def watch(self, pgid: int) -> None:
         self._say(f"+ {pgid}")
 
@@ -106,106 +158,10 @@ class Watchdog:
         self._say(f"- {pgid}")
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid` (Linux /proc; empty elsewhere)."""
-    children: dict[int, list[int]] = collections.defaultdict(list)
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-            ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children[ppid].append(int(entry))
-    found: list[int] = []
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
-def _stat_fields(pid: int) -> list[bytes] | None:
-    """/proc/PID/stat after the command name: [state, ppid, pgrp, ...], or None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-        return stat[stat.rindex(b")") + 2 :].split()
-    except (OSError, ValueError):
-        return None
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (a killed process is dead once it is a zombie)."""
-    fields = _stat_fields(pid)
-    return fields is not None and fields[0] not in (b"Z", b"X")
-
-
-def wait_exited(pids: list[int], timeout: float) -> list[int]:
-    """Wait until every pid has exited (a zombie has); the ones still running at the timeout.
-
-    Event-driven on Linux (a pidfd becomes readable when its process exits); elsewhere, or for
-    pids that cannot be opened, /proc is polled.
-    """
-    deadline = time.monotonic() + timeout
-    poller = select.poll() if hasattr(select, "poll") else None
-    fds: dict[int, int] = {}
-    polled: list[int] = []
-    try:
-        for pid in pids:
-            try:
-                fd = os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
-            except (AttributeError, OSError) as exc:
-                if not isinstance(exc, ProcessLookupError) and running(pid):
-                    polled.append(pid)
-                continue
-            fds[fd] = pid
-            if poller is not None:
-                poller.register(fd, select.POLLIN)
-        while fds or polled:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            if fds and poller is not None:
-                wait = remaining if not polled else min(remaining, 0.02)
-                for fd, _ in poller.poll(wait * 1000):
-                    poller.unregister(fd)
-                    os.close(fd)
-                    fds.pop(fd)
-            else:
-                time.sleep(min(remaining, 0.02))  # no pidfd here: poll /proc
-            polled = [pid for pid in polled if running(pid)]
-        return sorted([*polled, *(pid for pid in fds.values() if running(pid))])
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
-def group_members(pgid: int) -> list[int]:
-    """Processes of a process group, the leader's orphaned children included (Linux /proc)."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    members = []
-    for entry in entries:
-        if entry.isdigit():
-            fields = _stat_fields(int(entry))
-            if fields is not None and len(fields) > 2 and fields[2] == str(pgid).encode():
-                members.append(int(entry))
-    return members
-
-
-def kill_tree(pid: int, sig: int = signal.SIGKILL) -> list[int]:
-    """Signal the process group led by `pid` and every descendant that left it; the targets."""
-    targets = sorted({*descendants(pid), *group_members(pid)} - {pid})
+def kill_tree(pid: int, sig: int = signal.SIGKILL, tag: str | None = None) -> list[int]:
+    """Signal the process group led by `pid`, every descendant that left it and every process
+    carrying `tag` (helpers that were reparented); the targets other than `pid`."""
+    targets = [target for target in left_by(pid, tag) if target != os.getpid()]
     with contextlib.suppress(OSError):
         os.killpg(pid, sig)
     for target in targets:
@@ -217,9 +173,12 @@ def kill_tree(pid: int, sig: int = signal.SIGKILL) -> list[int]:
 class ServerProcess:
     """A spawned server: its pipes, its stderr tail, and how to end it for sure."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, command: Sequence[str]) -> None:
+    def __init__(
+        self, proc: asyncio.subprocess.Process, command: Sequence[str], tag: str | None = None
+    ) -> None:
         self.proc = proc
         self.command = tuple(command)
+        self.tag = tag
         self._stderr_tail: collections.deque[bytes] = collections.deque()
         self._stderr_size = 0
         self._stderr_task: asyncio.Task[None] | None = None
@@ -257,17 +216,35 @@ class ServerProcess:
         return True
 
     async def kill(self) -> None:
-        """Kill the process tree; return once the server is reaped and the rest are dead."""
-        others = kill_tree(self.pid, signal.SIGKILL)
+        """Kill the server, its group, its descendants and every process carrying its tag (also
+        after a clean exit: helpers outlive it); return once the server is reaped and the rest
+        are dead."""
+        others = await _off_loop(kill_tree, self.pid, signal.SIGKILL, self.tag)
         await self.wait(5.0)
         if others:  # SIGKILL is delivered asynchronously
-            await asyncio.get_running_loop().run_in_executor(None, wait_exited, others, 2.0)
+            await _off_loop(wait_exited, others, 2.0)
+        if self.tag:  # a helper forked while the first scan ran
+            late = await _off_loop(tagged, self.tag)
+            for pid in late:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if late:
+                await _off_loop(wait_exited, late, 2.0)
         Watchdog.get().forget(self.pid)
         transport = getattr(self.proc, "_transport", None)  # close pipes now, not at GC time
         if transport is not None:
             transport.close()
         if self._stderr_task is not None:
             self._stderr_task.cancel()
+
+
+async def _off_loop(function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)` on a worker thread (it reads /proc or waits); inline when the executor
+    refuses work (interpreter shutdown: servers are still stopped at exit)."""
+    try:
+        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+    except RuntimeError:
+        return function(*args)
 
 
 async def spawn(
@@ -277,11 +254,14 @@ async def spawn(
     env: Mapping[str, str] | None = None,
     limit: int = 1024 * 1024,
 ) -> ServerProcess:
-    """Start `command` in a new session, registered with the watchdog."""
+    """Start `command` in a new session, tagged (see module docstring), registered with the
+    watchdog."""
     watchdog = Watchdog.get()
+    tag = watchdog.new_tag()
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
+    full_env[TAG_VAR] = tag
     proc = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,
@@ -293,4 +273,4 @@ async def spawn(
         limit=limit,
     )
     watchdog.watch(proc.pid)
-    return ServerProcess(proc, command)
+    return ServerProcess(proc, command, tag)
