@@ -219,11 +219,12 @@ class ServerProcess:
         """Kill the server, its group, its descendants and every process carrying its tag (also
         after a clean exit: helpers outlive it); return once the server is reaped and the rest
         are dead."""
+        was_running = self.returncode is None
         others = await _off_loop(kill_tree, self.pid, signal.SIGKILL, self.tag)
         await self.wait(5.0)
         if others:  # SIGKILL is delivered asynchronously
             await _off_loop(wait_exited, others, 2.0)
-        if self.tag:  # a helper forked while the first scan ran
+        if self.tag and (was_running or others):  # one may have forked while the scan ran
             late = await _off_loop(tagged, self.tag)
             for pid in late:
                 with contextlib.suppress(OSError):
