@@ -34,6 +34,7 @@ from ipylsp.lsp.jsonrpc import (
     Endpoint,
     RequestTimeout,
     ResponseError,
+    current_deadline,
     deadline_scope,
 )
 from ipylsp.lsp.process import ServerProcess, spawn
@@ -335,9 +336,12 @@ class LanguageClient:
         save: bool = False,
         deadline: float | None = None,
     ) -> int:
-        """Make the server see `text` without waiting for diagnostics; returns the version."""
+        """Make the server see `text` without waiting for diagnostics; returns the version.
+
+        `deadline` (default: the enclosing `deadline_scope`'s) bounds the lock and the write."""
         uri = path_to_uri(path)
         with deadline_scope(deadline):
+            deadline = current_deadline()
             async with self._locked(uri, deadline):
                 doc = await self._sync.open_or_change(path, text, language_id)
                 if save:

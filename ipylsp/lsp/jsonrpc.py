@@ -43,9 +43,18 @@ _send_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 )
 
 
+def current_deadline() -> float | None:
+    """The deadline of the innermost `deadline_scope` (None outside any)."""
+    return _send_deadline.get()
+
+
 @contextlib.contextmanager
 def deadline_scope(deadline: float | None) -> Iterator[None]:
-    """Writes made in this context (and tasks it starts) give up at `deadline` (monotonic)."""
+    """Writes made in this context (and tasks it starts) give up at `deadline` (monotonic),
+    or at the enclosing scope's deadline when that is earlier (None: the enclosing one)."""
+    outer = _send_deadline.get()
+    if deadline is None or (outer is not None and outer < deadline):
+        deadline = outer
     token = _send_deadline.set(deadline)
     try:
         yield

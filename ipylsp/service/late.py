@@ -53,6 +53,11 @@ class LateAnswers:
     def outstanding(self) -> int:
         return sum(1 for jobs in self._waiting.values() for job in jobs if not job.done)
 
+    async def settled(self) -> None:
+        """Until every late question has been answered, dropped or given up."""
+        while self._waiting:
+            await asyncio.wait(list(self._waiting))
+
     async def _collect(self, run: ServerRun, jobs: list[Job]) -> None:
         if run.task is not None:
             await asyncio.wait({run.task})

@@ -181,6 +181,18 @@ class Service:
             rest, self._unchecked = self._unchecked, []
         return self.check_files(rest, timeout=timeout, progress=progress)
 
+    def settle_late(self, timeout: float) -> bool:
+        """Wait until the answers that earlier checks did not wait for are in the pending
+        channel (or given up); False when `timeout` ran out first. For scripts and tests: a
+        notebook just asks `%lsp pending` later."""
+        if self._loop is None:
+            return True
+        try:
+            self._loop.run(self._late.settled(), timeout)
+        except LoopTimeout:
+            return False
+        return True
+
     @property
     def unchecked(self) -> int:
         """Files a capped check left for `check_rest`."""

@@ -1,0 +1,182 @@
+"""The budget holds on every path (issue 9, items 2 and 3), against the fixture server.
+
+A check returns within its budget + 0.25 s whatever the server does: stops reading its input,
+streams header lines that never end, answers pulls 20 s late, never answers. A server that
+answers nothing twice in a row is set aside as broken (one notice naming `%lsp restart`), and
+the third check is answered from the broken set. A batch that outlives the budget because the
+server is slow is a cut, said once, and the server stays healthy; its late answers reach the
+pending channel. The fixture serves shell files (no syntax tier in the way).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ipylsp.analysis.model import Report, UnknownReason
+from ipylsp.analysis.report import format_text
+from ipylsp.lsp.spec import InstallRecipe, ServerSpec
+from ipylsp.service.service import FileCheck, Service
+from ipylsp.settings import Settings
+from tests.conftest import fake_command
+
+BUDGET = 1.0
+PROMISE = BUDGET + 0.25  # the issue's promise: a check returns within budget + 0.25 s
+
+
+def settings(*flags: str, **changes: object) -> Settings:
+    spec = ServerSpec(
+        id="fake", name="Fake", languages=("shellscript",), command=fake_command(*flags),
+        install=InstallRecipe("path", hint="it is a test fixture"),
+    )
+    base = Settings(
+        language_servers={"shellscript": ("fake",)}, extra_specs=(spec,), wait_budget=BUDGET
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    return tmp_path
+
+
+@pytest.fixture
+def services() -> Iterator[list[Service]]:
+    made: list[Service] = []
+    yield made
+    for service in made:
+        service.close()
+
+
+def timed_check(service: Service, files: list[FileCheck]) -> tuple[Report, float]:
+    started = time.monotonic()
+    report = service.check_files(files)
+    return report, time.monotonic() - started
+
+
+def file_unknowns(report: Report) -> list[tuple[str, UnknownReason]]:
+    return [(u.server_id, u.reason) for f in report.files for u in f.unknown]
+
+
+FAULTS = {
+    "stops reading": ("--diagnostics", "pull", "--stop-reading"),
+    "endless headers": ("--diagnostics", "pull", "--endless-headers"),
+    "pulls answered 20 s late": ("--diagnostics", "pull", "--pull-delay-ms", "20000"),
+    "pulls never answered": ("--diagnostics", "pull", "--hang-on", "textDocument/diagnostic"),
+    "pushes nothing": ("--diagnostics", "none"),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_every_check_keeps_the_budget_and_the_third_is_answered_from_the_broken_set(
+    workspace: Path, services: list[Service], fault: str
+) -> None:
+    service = Service(settings(*FAULTS[fault]))
+    services.append(service)
+    path = workspace / "w.sh"
+    reports = []
+    for n in range(3):
+        path.write_text(f"echo {n}\nERROR:e{n}\n")
+        report, took = timed_check(service, [FileCheck(path)])
+        assert took <= PROMISE, f"check {n + 1} took {took:.2f} s ({fault})"
+        reports.append(report)
+    assert file_unknowns(reports[0]) == [("fake", UnknownReason.TIMED_OUT)]
+    assert file_unknowns(reports[1]) == [("fake", UnknownReason.TIMED_OUT)]
+    assert file_unknowns(reports[2]) == [("fake", UnknownReason.BROKEN)]
+    assert format_text(reports[2]) == "\n".join([
+        '<diagnostics file="w.sh">',
+        "UNKNOWN [fake] broken after 2 checks without an answer: results for this file are "
+        "incomplete; `%lsp restart fake` starts it again",
+        "</diagnostics>",
+    ])
+    assert [(row.server_id, row.state) for row in service.status()] == [("fake", "broken")]
+    # The notice is given once; later writes carry the short line only.
+    path.write_text("echo 4\n")
+    fourth = service.check(path)
+    assert fourth.files[0].unknown[0].hint == ""
+
+
+def test_a_write_the_server_cannot_take_costs_the_budget_not_the_write_timeout(
+    workspace: Path, services: list[Service]
+) -> None:
+    """1.2 MB to a server that stopped reading: the pipe stays full; the check gives up at its
+    deadline (the frame stays queued), and the server is set aside after two such checks."""
+    service = Service(settings("--diagnostics", "pull", "--stop-reading"))
+    services.append(service)
+    path = workspace / "big.sh"
+    for n in range(2):
+        path.write_text(f"x{n}=1\n" * 200_000)
+        report, took = timed_check(service, [FileCheck(path)])
+        assert took <= PROMISE
+        assert file_unknowns(report) == [("fake", UnknownReason.TIMED_OUT)]
+    path.write_text("x=2\n")
+    report, took = timed_check(service, [FileCheck(path)])
+    assert took <= PROMISE
+    assert file_unknowns(report) == [("fake", UnknownReason.BROKEN)]
+
+
+def test_a_batch_cut_by_the_budget_is_one_line_and_the_server_stays_healthy(
+    workspace: Path, services: list[Service]
+) -> None:
+    """A slow server (50 ms a pull, one at a time) and 40 files in a 1 s budget: one summary
+    line for the server, no per-file blocks, not a timeout; the next write is answered; the
+    late answers reach the pending channel, every problem exactly once."""
+    service = Service(settings("--diagnostics", "pull", "--pull-cost-ms", "50"))
+    services.append(service)
+    warm = workspace / "warm.sh"
+    warm.write_text("echo warm\n")
+    assert service.check(warm).files[0].servers == ("fake",)  # started: the cut is the pulls'
+    files = []
+    for n in range(40):
+        path = workspace / f"gen_{n}.sh"
+        path.write_text(f"ERROR:problem {n}\n")
+        files.append(FileCheck(path, before=""))
+    report, took = timed_check(service, files)
+    assert took <= PROMISE
+    [cut] = report.unknown
+    answered = [f for f in report.files if f.diagnostics]
+    missing = 40 - len(answered)
+    assert 0 < missing < 40
+    assert (cut.server_id, cut.reason) == ("fake", UnknownReason.TIMED_OUT)
+    assert cut.detail == f"{missing} of 40 files not checked within 1.0 s"
+    assert format_text(report).count("UNKNOWN") == 1
+    assert file_unknowns(report) == []
+    assert [row.state for row in service.status()] == ["running"]
+    # Late answers: the rest arrives in the background, then to the pending channel.
+    assert service.settle_late(30)
+    pending, cut_count = service.pending()
+    handed = [d.message for f in pending.files for d in f.diagnostics]
+    assert len(handed) + cut_count == 40
+    assert len(set(handed)) == len(handed)
+    # The server is healthy: a single write is reported normally, no UNKNOWN.
+    single = workspace / "single.sh"
+    single.write_text("echo one\nERROR:single problem\n")
+    after = service.check(single)
+    assert format_text(after) == "\n".join([
+        '<diagnostics file="single.sh">',
+        "ERROR [2:1] single problem [E1] (fake)",
+        "</diagnostics>",
+    ])
+
+
+def test_a_newer_check_takes_a_document_from_its_late_question(
+    workspace: Path, services: list[Service]
+) -> None:
+    """A pull answered 3 s late holds its document past the check; the next check of the same
+    file does not wait for it (the late question gives way) and keeps its own budget."""
+    service = Service(settings("--diagnostics", "pull", "--pull-delay-ms", "3000",
+                               max_timeouts=5))
+    services.append(service)
+    path = workspace / "late.sh"
+    path.write_text("ERROR:first\n")
+    first, took = timed_check(service, [FileCheck(path)])
+    assert took <= PROMISE and file_unknowns(first) == [("fake", UnknownReason.TIMED_OUT)]
+    path.write_text("ERROR:second\n")
+    second, took = timed_check(service, [FileCheck(path)])
+    assert took <= PROMISE and file_unknowns(second) == [("fake", UnknownReason.TIMED_OUT)]
