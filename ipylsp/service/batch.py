@@ -22,6 +22,7 @@ from pathlib import Path
 from ipylsp.analysis.model import FileReport, Unknown, UnknownReason
 from ipylsp.analysis.naturalsort import natural_key
 from ipylsp.lsp.client import ClientError, LanguageClient
+from ipylsp.lsp.documents import path_to_uri
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.service import others
 from ipylsp.service.checker import Checker, FilePlan, ServerOutcome
@@ -68,6 +69,8 @@ class Job:
     answered: bool = False
     cancelled: bool = False
     retry: bool = False
+    synced: bool = False
+    """The new text (and didSave) already sent before the pulls."""
     task: asyncio.Task[None] | None = None
 
     def cancel(self) -> None:
@@ -85,6 +88,8 @@ class ServerRun:
     client: LanguageClient
     jobs: list[Job]
     answered: int = 0
+    late: bool = False
+    """The check has returned: what is left yields to newer checks of the same server."""
     task: asyncio.Task[None] | None = None
 
 
@@ -126,9 +131,14 @@ async def check(
         except Exception:
             log.exception("syncing %d written files failed", len(written))
     runs = await _start_runs(checker, plans, deadline)
-    if runs:
-        await asyncio.wait([r.task for r in runs if r.task is not None],
-                           timeout=max(deadline - time.monotonic(), 0.0))
+    try:
+        if runs:
+            await asyncio.wait([r.task for r in runs if r.task is not None],
+                               timeout=max(deadline - time.monotonic(), 0.0))
+    finally:
+        for run in runs:
+            run.late = True
+            run.slot.leave_check()
     lifted = await _settle(checker, plans, runs, budget, result)
     result.files = [checker.finish(plan, lifted) for plan in plans]
     result.notes.extend(moves(plans))
@@ -187,6 +197,7 @@ async def _start_runs(checker: Checker, plans: list[FilePlan], deadline: float) 
                 job.outcome.unknown, job.done = unknown, True
             continue
         run = ServerRun(slot, client, jobs)
+        slot.enter_check()
         for job in jobs:
             job.outcome.client = client
         with deadline_scope(late_deadline):  # the run's writes may outlive the check
@@ -210,12 +221,7 @@ async def _run(checker: Checker, run: ServerRun, deadline: float) -> None:
     for attempt in (1, 2):
         client = run.client
         jobs = [j for j in run.jobs if not j.done and not j.cancelled]
-        cap = client.max_open_documents
-        client.max_open_documents = max(cap, checker.settings.max_open_documents + len(jobs) - 1)
-        try:
-            await _ask_all(checker, client, run, jobs, deadline)
-        finally:
-            client.max_open_documents = checker.settings.max_open_documents
+        await _ask_all(checker, client, run, jobs, deadline)
         retry = [j for j in run.jobs if j.retry]
         if not retry:
             return
@@ -241,24 +247,32 @@ async def _run(checker: Checker, run: ServerRun, deadline: float) -> None:
 async def _ask_all(
     checker: Checker, client: LanguageClient, run: ServerRun, jobs: list[Job], deadline: float
 ) -> None:
+    """Baselines first; then every document the server has open is brought to its new text
+    before any pull (files it has not open it reads from disk, where the new text already is),
+    and each remaining file is opened just before its own pull. Opening all at once would
+    make the server analyze every open file in the background (basedpyright does): the open
+    set stays at `max_open_documents`."""
     gate = asyncio.Semaphore(in_flight(run.slot.spec.id))
 
     def baseline(job: Job) -> Awaitable[None]:
         return checker.ask_baseline(client, job.outcome, job.plan, deadline)
 
     def current(job: Job) -> Awaitable[None]:
-        return checker.ask_current(client, job.outcome, job.plan, deadline, save=False)
+        return checker.ask_current(client, job.outcome, job.plan, deadline, save=not job.synced)
 
     await _each([j for j in jobs if j.baseline], baseline, gate, run, final=False)
     rest = [j for j in jobs if not (j.done or j.cancelled or j.retry)]
-    for job in rest:  # every new text before any diagnostics (a caller and its callee)
+    for job in rest:  # a caller and its callee written together: both new before any pull
         plan = job.plan
         assert plan.new_text is not None and plan.language_id is not None
+        if client.documents.get(path_to_uri(plan.path)) is None:
+            continue
         try:
             await client.sync_document(
                 plan.path, plan.new_text, plan.language_id, save=not plan.preflight,
                 deadline=deadline,
             )
+            job.synced = True
         except ClientError as exc:
             _failed(run, job, exc)
     rest = [j for j in rest if not (j.done or j.retry)]
@@ -275,6 +289,8 @@ async def _each(
 ) -> None:
     async def one(job: Job) -> None:
         async with gate:
+            while run.late and run.slot.checks:  # a newer check goes first
+                await run.slot.idle.wait()
             if job.cancelled or job.done:
                 return
             try:

@@ -43,6 +43,20 @@ class Slot:
     last_crash: float = 0.0
     timeouts: int = 0
     reported: set[str] = field(default_factory=set)
+    checks: int = 0
+    """Checks using the slot right now; answers nobody waits for any more hold back meanwhile."""
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set while `checks` is 0."""
+
+    def enter_check(self) -> None:
+        self.checks += 1
+        self.idle.clear()
+
+    def leave_check(self) -> None:
+        self.checks -= 1
+        if self.checks <= 0:
+            self.checks = 0
+            self.idle.set()
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,9 +155,9 @@ class Service:
                 self._unchecked = list(result.rest)
             checked = len(files) - len(result.rest)
             notes.append(
-                f"{len(files)} files written, {checked} checked (files that existed before "
-                f"first, then new ones); {len(result.rest)} not checked yet: `%lsp check` "
-                f"checks the next {self._settings.max_files_per_check}"
+                f"{checked} of {len(files)} files checked (IPyLSP.max_files_per_check; files "
+                f"that existed before first, then new ones); {len(result.rest)} not checked "
+                f"yet: `%lsp check` checks the next {self._settings.max_files_per_check}"
             )
         report = Report(
             files=tuple(result.files),
