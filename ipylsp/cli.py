@@ -211,6 +211,10 @@ def _progress_printer(out: TextIO):  # type: ignore[no-untyped-def]
     return show
 
 
+CLI_MORE_HINT = "check fewer files at a time"
+"""How a cut text report gets the rest from the CLI (the notebook says `%lsp pending`)."""
+
+
 def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     from ipylsp.analysis import report as fmt
     from ipylsp.service.service import FileCheck, Service
@@ -250,7 +254,7 @@ def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
         files = [FileCheck(p.resolve(), before=before if before is not None else "")
                  for p in args.paths]
         report = service.check_files(files, timeout=args.timeout)
-    options = fmt.FormatOptions.from_settings(settings)
+    options = fmt.FormatOptions.from_settings(settings, more_hint=CLI_MORE_HINT)
     if args.json:
         print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
     else:

@@ -51,6 +51,10 @@ class Settings:
     `Service.check_rest`. 0 means no limit."""
     max_per_file: int = 20
     max_per_report: int = 50
+    max_report_chars: int = 6000
+    """Characters of a report's text/plain, on top of the caps (agent tools drop or stub
+    bigger outputs: jupyter-ai-tools stubs a cell's outputs over 10,000 JSON characters); the
+    cut is announced. 0 means no limit."""
     language_servers: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_LANGUAGE_SERVERS)
     )

@@ -205,7 +205,7 @@ def test_report_cap_cuts_files_and_announces_hidden_ones() -> None:
     assert "... and 1 more" in lines
     assert "... and 12 more" in lines
     assert sum(line.startswith("ERROR") for line in lines) == 50
-    assert lines[-1] == "... and 23 more in 1 other file (f3.py)"
+    assert lines[-1] == "... and 23 more problems in 1 other file (f3.py): %lsp pending"
 
 
 def test_report_cap_is_spent_on_errors_first_across_files() -> None:
@@ -225,7 +225,9 @@ def test_report_cap_is_spent_on_errors_first_across_files() -> None:
 def test_many_hidden_files_are_named_up_to_three() -> None:
     files = [file(f"f{k}.py", (d(0, 0),)) for k in range(6)]
     text = format_text(report(*files), FormatOptions(max_per_report=1))
-    assert text.splitlines()[-1] == "... and 5 more in 5 other files (f1.py, f2.py, f3.py, ...)"
+    assert text.splitlines()[-1] == (
+        "... and 5 more problems in 5 other files (f1.py, f2.py, f3.py, ...): %lsp pending"
+    )
 
 
 def test_unknown_full_and_brief() -> None:
@@ -338,9 +340,9 @@ def test_multi_line_messages_become_one_line() -> None:
 
 
 def test_very_long_messages_are_cut() -> None:
-    text = format_text(report(file(diagnostics=(d(0, 0, "x" * 5000),))))
+    text = format_text(report(file(diagnostics=(d(0, 0, "x" * 5000 + "\ndetail"),))))
     line = text.splitlines()[1]
-    assert line == "ERROR [1:1] " + "x" * 999 + "… (Pyright)"
+    assert line == "ERROR [1:1] " + "x" * 399 + "… (Pyright)"
 
 
 def test_path_is_escaped_in_the_attribute() -> None:
@@ -463,9 +465,10 @@ def test_json_keeps_raw_messages_and_counts_omitted() -> None:
     data = to_json(report(file(diagnostics=diagnostics), file("clean.py")))
     files = data["files"]
     assert isinstance(files, list)
-    assert files[0]["diagnostics"][0]["message"] == "line one\nline 0"
-    assert files[0]["omitted"] == 5
-    assert files[1]["diagnostics"] == []  # clean files are listed too
+    assert [f["path"] for f in files] == ["clean.py", "src/app.py"]  # natural order
+    assert files[1]["diagnostics"][0]["message"] == "line one\nline 0"
+    assert files[1]["omitted"] == 5
+    assert files[0]["diagnostics"] == []  # clean files are listed too
     assert data["summary"] == {
         "errors": 25,
         "warnings": 0,
@@ -511,10 +514,12 @@ def test_options_validate_and_come_from_settings() -> None:
     with pytest.raises(ValueError, match="severity"):
         FormatOptions(severity="fatal")  # type: ignore[arg-type]
     options = FormatOptions.from_settings(
-        Settings(severity="warning", max_per_file=3, max_per_report=7), show_clean=True
+        Settings(severity="warning", max_per_file=3, max_per_report=7, max_report_chars=900),
+        show_clean=True,
     )
     assert options == FormatOptions(
-        severity="warning", max_per_file=3, max_per_report=7, show_clean=True
+        severity="warning", max_per_file=3, max_per_report=7, max_report_chars=900,
+        show_clean=True,
     )
 
 

@@ -21,6 +21,7 @@ def options_for(config: IPyLSP, **overrides: Any) -> FormatOptions:
         "severity": config.severity,
         "max_per_file": config.max_per_file,
         "max_per_report": config.max_per_report,
+        "max_report_chars": config.max_report_chars,
         "show_clean": config.show_clean,
     }
     values.update(overrides)

@@ -1,13 +1,15 @@
 """The structured rendering: versioned JSON, schema "ipylsp.diagnostics/1" (docs/schema.md).
 
-Its own module: the JSON is for programs and keeps what the text cuts (whole messages, 1-based
-ranges with their ends, fixed counts, the summary), from the same selection.
+Its own module: the JSON is for programs and keeps what the text cuts (whole messages, every
+server's diagnostic of a merged line, every unknown server, 1-based ranges with their ends,
+fixed counts, the summary), from the same selection.
 """
 
 from __future__ import annotations
 
 from ipylsp.analysis.model import Diagnostic, Report, Severity, Unknown
-from ipylsp.analysis.report.selection import FormatOptions, cap, select
+from ipylsp.analysis.report.budget import select
+from ipylsp.analysis.report.selection import FileView, FormatOptions, cap
 
 SCHEMA = "ipylsp.diagnostics/1"
 
@@ -28,14 +30,28 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
     }
 
 
+def _diagnostics_json(view: FileView) -> list[dict[str, object]]:
+    """The shown rows' diagnostics; a later server's diagnostic of a merged line says which
+    one it repeats (`same_as`, an index in this list)."""
+    out: list[dict[str, object]] = []
+    for row in view.rows:
+        first = len(out)
+        out.append(diagnostic_json(row[0]))
+        out.extend({**diagnostic_json(d), "same_as": first} for d in row[1:])
+    return out
+
+
 def _unknown_json(u: Unknown) -> dict[str, object]:
     return {"server": u.server_id, "reason": u.reason.value, "detail": u.detail, "hint": u.hint}
 
 
-def to_json(report: Report, options: FormatOptions | None = None) -> dict[str, object]:
+def to_json(
+    report: Report, options: FormatOptions | None = None, *,
+    selected: list[FileView] | None = None,
+) -> dict[str, object]:
     """The structured form (schema "ipylsp.diagnostics/1", see docs/schema.md)."""
     options = options or FormatOptions()
-    views = select(report, options)
+    views = select(report, options) if selected is None else selected
     fixed_cap = cap(options.max_per_file)
     files: list[dict[str, object]] = []
     for view in views:
@@ -45,10 +61,10 @@ def to_json(report: Report, options: FormatOptions | None = None) -> dict[str, o
                 "path": f.display_path,
                 "absolute_path": str(f.path),
                 "servers": list(f.servers),
-                "diagnostics": [diagnostic_json(d) for d in view.shown],
+                "diagnostics": _diagnostics_json(view),
                 "fixed": [diagnostic_json(d) for d in view.fixed[:fixed_cap]],
                 "fixed_count": len(view.fixed),
-                "unknown": [_unknown_json(u) for u in view.unknown],
+                "unknown": [_unknown_json(u) for u in f.unknown],
                 "omitted": view.omitted,
             }
         )
@@ -64,7 +80,7 @@ def to_json(report: Report, options: FormatOptions | None = None) -> dict[str, o
             "errors": sum(d.severity == Severity.ERROR for d in every),
             "warnings": sum(d.severity == Severity.WARNING for d in every),
             "fixed": sum(len(v.fixed) for v in views),
-            "unknown": sum(len(v.unknown) for v in views) + len(report.unknown),
+            "unknown": sum(len(v.file.unknown) for v in views) + len(report.unknown),
             "shown": sum(len(v.shown) for v in views),
             "omitted": sum(v.omitted for v in views),
         },
