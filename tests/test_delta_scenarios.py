@@ -514,7 +514,7 @@ CROSS_FILE = {
         "lib_sig.h", "int api(int a);\n", "int api(int a, int b);\n",
         "caller.c", '#include "lib_sig.h"\n\nint use(void) { return api(1); }\n',
         # clangd folds the note into the message when the client takes no related information.
-        "ERROR [3:29] Too few arguments to function call, expected 2, have 1; {lib}:1:5:; "
+        "ERROR [3:29] Too few arguments to function call, expected 2, have 1; {lib}:1:5: "
         "note: 'api' declared here [typecheck_call_too_few_args] (clang)",
     ),
 }
@@ -595,7 +595,7 @@ def test_caps_per_file_and_per_report(ws: Workspace) -> None:
     assert format_text(report) == "\n".join(
         [ws.block(paths[0], *lines), ws.block(paths[1], *lines),
          ws.block(paths[2], *lines[:10], "... and 10 more"),
-         f"... and 20 more in 1 other file ({ws.rel(paths[3])})"]
+         f"... and 20 more problems in 1 other file ({ws.rel(paths[3])}): %lsp pending"]
     )
     summary = to_json(report)["summary"]
     assert summary == {"errors": 80, "warnings": 0, "fixed": 0, "unknown": 0, "shown": 50,
