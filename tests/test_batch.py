@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.model import Report
+from ipylsp.analysis.model import Report, Severity
 from ipylsp.analysis.report import format_text
 from ipylsp.service.service import FileCheck, Service
 from ipylsp.settings import Settings
@@ -145,3 +145,20 @@ def test_a_thousand_files_copied_in(ws: Path, service: Service) -> None:
     rest = service.check_rest()
     assert len([f for f in rest.files if not f.elsewhere]) == limit
     assert service.unchecked == len(copied) - 2 * limit
+
+
+def test_creations_reach_importers(ws: Path, service: Service) -> None:
+    """A module created after an importer failed on it: the importer's error is fixed, and a
+    new importer written with the module is not reported (creations are announced after the
+    batch's pulls, and a file that then reports an unresolved import is asked again)."""
+    app = write(ws, "app.py", "import utils\n\nprint(utils.X)\n")
+    first = service.check_files([FileCheck(app, before="")])
+    errors = [d for d in first.files[0].diagnostics if d.severity is Severity.ERROR]
+    assert errors and errors[0].range.start.line == 0  # the import
+    other = write(ws, "other.py", "y = 1\n")  # the directory is known to the server now
+    assert format_text(service.check(other)) == ""
+    utils = write(ws, "utils.py", "X = 1\n")
+    main = write(ws, "main.py", "import utils\n\nprint(utils.X)\n")
+    report = service.check_files([FileCheck(utils, before=""), FileCheck(main, before="")])
+    count = len(errors)
+    assert format_text(report) == f"fixed {count} error{'s' * (count > 1)} in app.py"

@@ -138,6 +138,13 @@ class LanguageClient:
     def max_open_documents(self, value: int) -> None:
         self._sync.max_open_documents = value
 
+    async def trim_documents(self) -> None:
+        """Close the least recently used documents beyond `max_open_documents` (a batch
+        raises the cap while it runs; the server analyzes every open file)."""
+        if not self._dead():
+            with contextlib.suppress(ClientError):
+                await self._sync.trim()
+
     @property
     def messages(self) -> list[str]:
         """The server's last `window/showMessage` texts (at most 10)."""

@@ -102,8 +102,12 @@ class DocumentSync:
             params["text"] = doc.text
         await self._send("textDocument/didSave", params)
 
-    async def _evict(self, keep: str) -> None:
-        excess = len(self.documents) - self.max_open_documents + 1
+    async def trim(self) -> None:
+        """Close the least recently used documents beyond the cap (after a batch raised it)."""
+        await self._evict(keep="", room=0)
+
+    async def _evict(self, keep: str, room: int = 1) -> None:
+        excess = len(self.documents) - self.max_open_documents + room
         if excess <= 0:
             return
         for doc in self.documents.least_recently_used(excess, keep):

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from ipylsp.analysis.model import FileReport, Unknown, UnknownReason
 from ipylsp.analysis.naturalsort import natural_key
-from ipylsp.lsp.client import ClientError, LanguageClient
-from ipylsp.lsp.documents import path_to_uri
+from ipylsp.lsp.client import FILE_CREATED, ClientError, LanguageClient
 from ipylsp.lsp.jsonrpc import deadline_scope
+from ipylsp.lsp.spec import ServerSpec
 from ipylsp.service import others
 from ipylsp.service.checker import Checker, FilePlan, ServerOutcome
 from ipylsp.service.pool import Slot
@@ -115,22 +115,41 @@ async def check(
     """Check `files` as one batch; see the module docstring. Never raises for a server."""
     result = BatchResult()
     chosen, result.rest = choose(files, limit)
-    plans = list(
-        await asyncio.gather(
-            *(
-                checker.plan(f.path, content=f.content, before=f.before, deadline=deadline)
-                for f in chosen
-            )
-        )
+    lookups = Lookups(checker)
+    planned = await asyncio.gather(
+        *(
+            checker.plan(f.path, content=f.content, before=f.before, deadline=deadline,
+                         shown_root=lookups.display_root(f.path))
+            for f in chosen
+        ),
+        return_exceptions=True,
     )
-    plans.sort(key=lambda p: natural_key(display_path(p.path, display_root(p.path))))
-    written = [p.path for p in plans if not p.preflight]
-    if written:
-        try:  # file events once, and open documents see every new text before any check
-            await others.sync_written(checker.pool, checker.known, written)
-        except Exception:
-            log.exception("syncing %d written files failed", len(written))
-    runs = await _start_runs(checker, plans, deadline)
+    plans: list[FilePlan] = []
+    failed: list[FileReport] = []
+    for item, planned_one in zip(chosen, planned, strict=True):
+        if isinstance(planned_one, FilePlan):
+            plans.append(planned_one)
+        elif isinstance(planned_one, Exception):  # an unreadable file fails alone
+            log.warning("cannot check %s: %r", item.path, planned_one)
+            shown = lookups.display_root(item.path)
+            failed.append(FileReport(
+                path=item.path, display_path=display_path(item.path, shown),
+                unknown=(Unknown("ipylsp", UnknownReason.FAILED, repr(planned_one)),),
+            ))
+        else:
+            raise planned_one
+    plans.sort(key=lambda p: natural_key(p.display))
+    written = [p for p in plans if not p.preflight]
+    events = [
+        (p.path, others.file_event(p.path, checker.known, p.before_text)) for p in written
+    ]
+    created = [e for e in events if e[1] == FILE_CREATED]
+    try:  # changes and deletions first; open documents see every new text before any pull
+        await others.announce(checker.pool, [e for e in events if e[1] != FILE_CREATED])
+        await others.sync_written(checker.pool, {p.path: p.new_text for p in written})
+    except Exception:
+        log.exception("syncing %d written files failed", len(written))
+    runs = await _start_runs(checker, lookups, plans, deadline)
     try:
         if runs:
             await asyncio.wait([r.task for r in runs if r.task is not None],
@@ -139,8 +158,11 @@ async def check(
         for run in runs:
             run.late = True
             run.slot.leave_check()
+    told = await _recheck_imports(checker, runs, created, deadline)
     lifted = await _settle(checker, plans, runs, budget, result)
     result.files = [checker.finish(plan, lifted) for plan in plans]
+    if failed:
+        result.files = sorted(result.files + failed, key=lambda f: natural_key(f.display_path))
     result.notes.extend(moves(plans))
     # Servers whose view of the workspace the batch changed: those that answered, and
     # those serving a deleted file (its importers may break).
@@ -148,13 +170,57 @@ async def check(
     for plan in plans:
         if plan.deleted:
             answered.update((id(c), (sid, c)) for sid, c in checker.running_for(plan.path))
+    # Other servers hear of creations only when an open document of theirs has an error a
+    # new file could fix (then it is re-diagnosed below).
+    paths = frozenset(p.path for p in written)
+    try:
+        await others.announce(
+            checker.pool, created,
+            lambda sid, client: id(client) not in told
+            and others.has_import_errors(checker.known, sid, client, paths),
+        )
+    except Exception:
+        log.exception("announcing %d created files failed", len(created))
     if answered and written:
         elsewhere = await others.rediagnose(
-            checker.known, frozenset(written), list(answered.values()), deadline
+            checker.known, paths, list(answered.values()), deadline,
+            only_imports=len(created) == len(events),
         )
         result.files.extend(sorted(elsewhere, key=lambda f: natural_key(f.display_path)))
     result.files = merge_reports(result.files)
     return result
+
+
+async def _recheck_imports(
+    checker: Checker, runs: list[ServerRun], created: list[tuple[Path, int]], deadline: float
+) -> set[int]:
+    """Creations are not announced before the pulls: basedpyright re-analyzes the whole
+    program (builtins included) for ~100-200 ms after such an event before it answers any
+    pull (measured), and a file the batch opens needs no event. But a server may have cached
+    a directory without the new files: a file of the batch that then reports an unresolved
+    import is asked again once the server was told. Returns the clients told (`id`)."""
+    told: set[int] = set()
+    if not created:
+        return told
+    for run in runs:
+        suspects = [
+            j for j in run.jobs
+            if j.answered and any(others.about_imports(d) for d in j.outcome.current)
+        ]
+        mine = [e for e in created if e[0].is_relative_to(run.client.root)]
+        if not suspects or not mine or time.monotonic() >= deadline:
+            continue
+        try:
+            await run.client.files_changed(mine)
+        except ClientError:
+            continue
+        told.add(id(run.client))
+        await asyncio.gather(
+            *(checker.ask_current(run.client, j.outcome, j.plan, deadline, save=False)
+              for j in suspects),
+            return_exceptions=True,  # an answer that does not come keeps the first one
+        )
+    return told
 
 
 def choose(
@@ -172,12 +238,44 @@ def choose(
     return gone + present[:limit], present[limit:]
 
 
-async def _start_runs(checker: Checker, plans: list[FilePlan], deadline: float) -> list[ServerRun]:
+class Lookups:
+    """What every file of a batch in the same directory or language shares, looked up once:
+    its workspace, its servers, their slots (the lookups stat directories; 1,000 files in a
+    few directories need a few)."""
+
+    def __init__(self, checker: Checker) -> None:
+        self._checker = checker
+        self._roots: dict[Path, Path | None] = {}
+        self._specs: dict[str, list[ServerSpec]] = {}
+        self._slots: dict[tuple[str, Path], Slot | Unknown] = {}
+
+    def display_root(self, path: Path) -> Path | None:
+        if path.parent not in self._roots:
+            self._roots[path.parent] = display_root(path)
+        return self._roots[path.parent]
+
+    def specs(self, plan: FilePlan) -> list[ServerSpec]:
+        if plan.held_back or plan.deleted or plan.language_id is None:
+            return []
+        if plan.language_id not in self._specs:
+            self._specs[plan.language_id] = self._checker.specs(plan)
+        return self._specs[plan.language_id]
+
+    def slot(self, spec: ServerSpec, path: Path) -> Slot | Unknown:
+        key = (spec.id, path.parent)
+        if key not in self._slots:
+            self._slots[key] = self._checker.slot_for(spec, path, self.display_root(path))
+        return self._slots[key]
+
+
+async def _start_runs(
+    checker: Checker, lookups: Lookups, plans: list[FilePlan], deadline: float
+) -> list[ServerRun]:
     """Outcomes for every (file, server); a started run per server that can answer."""
     groups: dict[int, tuple[Slot, list[Job]]] = {}
     for plan in plans:
-        for spec in checker.specs(plan):
-            outcome = checker.outcome(spec, plan)
+        for spec in lookups.specs(plan):
+            outcome = checker.outcome(spec, plan, lookups.slot(spec, plan.path))
             plan.outcomes.append(outcome)
             if outcome.slot is not None:
                 job = Job(plan, outcome, checker.needs_baseline(outcome, plan))
@@ -247,11 +345,11 @@ async def _run(checker: Checker, run: ServerRun, deadline: float) -> None:
 async def _ask_all(
     checker: Checker, client: LanguageClient, run: ServerRun, jobs: list[Job], deadline: float
 ) -> None:
-    """Baselines first; then every document the server has open is brought to its new text
-    before any pull (files it has not open it reads from disk, where the new text already is),
-    and each remaining file is opened just before its own pull. Opening all at once would
-    make the server analyze every open file in the background (basedpyright does): the open
-    set stays at `max_open_documents`."""
+    """Baselines first; then every new text is sent (didOpen / didChange + didSave) before
+    any pull: a caller and its callee written together are diagnosed against each other's
+    new text, and ty cancels pulls that race a later didOpen (measured: 2x slower). The
+    open-documents cap makes room for the batch while it runs, and is restored after (the
+    server analyzes every open file in the background: basedpyright does)."""
     gate = asyncio.Semaphore(in_flight(run.slot.spec.id))
 
     def baseline(job: Job) -> Awaitable[None]:
@@ -260,23 +358,29 @@ async def _ask_all(
     def current(job: Job) -> Awaitable[None]:
         return checker.ask_current(client, job.outcome, job.plan, deadline, save=not job.synced)
 
-    await _each([j for j in jobs if j.baseline], baseline, gate, run, final=False)
-    rest = [j for j in jobs if not (j.done or j.cancelled or j.retry)]
-    for job in rest:  # a caller and its callee written together: both new before any pull
-        plan = job.plan
-        assert plan.new_text is not None and plan.language_id is not None
-        if client.documents.get(path_to_uri(plan.path)) is None:
-            continue
-        try:
-            await client.sync_document(
-                plan.path, plan.new_text, plan.language_id, save=not plan.preflight,
-                deadline=deadline,
-            )
-            job.synced = True
-        except ClientError as exc:
-            _failed(run, job, exc)
-    rest = [j for j in rest if not (j.done or j.retry)]
-    await _each(rest, current, gate, run, final=True)
+    cap = checker.settings.max_open_documents
+    client.max_open_documents = max(client.max_open_documents, cap + len(jobs))
+    try:
+        await _each([j for j in jobs if j.baseline], baseline, gate, run, final=False)
+        rest = [j for j in jobs if not (j.done or j.cancelled or j.retry)]
+        for job in rest:
+            if job.cancelled:
+                continue
+            plan = job.plan
+            assert plan.new_text is not None and plan.language_id is not None
+            try:
+                await client.sync_document(
+                    plan.path, plan.new_text, plan.language_id, save=not plan.preflight,
+                    deadline=deadline,
+                )
+                job.synced = True
+            except ClientError as exc:
+                _failed(run, job, exc)
+        rest = [j for j in rest if not (j.done or j.retry)]
+        await _each(rest, current, gate, run, final=True)
+    finally:
+        client.max_open_documents = cap
+        await client.trim_documents()
 
 
 async def _each(
@@ -406,12 +510,12 @@ def moves(plans: list[FilePlan]) -> list[str]:
         count = sum(len(ds) for ds in plan.known.results.values())
         if not count:
             continue
-        shown = display_path(plan.path, display_root(plan.path))
         what = f"{count} known problem" + ("" if count == 1 else "s")
         target = arrived.get(plan.before_text) if plan.before_text else None
         if target is not None:
-            moved_to = display_path(target.path, display_root(target.path))
-            notes.append(f"{shown} was moved to {moved_to} ({what} moved with it, not fixed)")
+            notes.append(
+                f"{plan.display} was moved to {target.display} ({what} moved with it, not fixed)"
+            )
         else:
-            notes.append(f"{shown} was removed ({what} not counted as fixed)")
+            notes.append(f"{plan.display} was removed ({what} not counted as fixed)")
     return notes

@@ -67,7 +67,13 @@ class FilePlan:
     syntax: tiers.SyntaxPair | None
     held_back: bool
     """A syntax error introduced by the write: the servers are not asked."""
+    shown_root: Path | None = None
+    """The workspace its path is shown relative to (`reports.display_root`)."""
     outcomes: list[ServerOutcome] = field(default_factory=list)
+
+    @property
+    def display(self) -> str:
+        return display_path(self.path, self.shown_root)
 
     @property
     def deleted(self) -> bool:
@@ -90,9 +96,16 @@ class Checker:
     # -- the steps of a check ------------------------------------------------------------------
 
     async def plan(
-        self, path: Path, *, content: str | None, before: str | None, deadline: float
+        self,
+        path: Path,
+        *,
+        content: str | None,
+        before: str | None,
+        deadline: float,
+        shown_root: Path | None = None,
     ) -> FilePlan:
-        """Texts and the syntax tier's verdict for one file; no server is asked yet."""
+        """Texts and the syntax tier's verdict for one file; no server is asked yet.
+        `shown_root`: its `display_root`, when the caller knows it already."""
         disk_text = read_text(path)
         new_text = content if content is not None else disk_text
         known = self.known.get(path)
@@ -110,7 +123,7 @@ class Checker:
         )
         return FilePlan(
             path, language_id, new_text, disk_text, before_text, known, content is not None,
-            syntax, held_back,
+            syntax, held_back, shown_root if shown_root is not None else display_root(path),
         )
 
     def specs(self, plan: FilePlan) -> list[ServerSpec]:
@@ -119,10 +132,14 @@ class Checker:
             return []
         return registry.servers_for(plan.path, self.settings, self.installed)
 
-    def outcome(self, spec: ServerSpec, plan: FilePlan) -> ServerOutcome:
-        """A fresh outcome for (server, file): the slot, or why there is none."""
+    def outcome(
+        self, spec: ServerSpec, plan: FilePlan, slot: Slot | Unknown | None = None
+    ) -> ServerOutcome:
+        """A fresh outcome for (server, file): the slot (`slot_for`, unless given), or why
+        there is none."""
         before_text = _server_before(spec, plan.before_text, plan.known)
-        slot = self.slot_for(spec, plan.path)
+        if slot is None:
+            slot = self.slot_for(spec, plan.path)
         if isinstance(slot, Unknown):
             return ServerOutcome(spec, None, None, before_text, unknown=slot)
         return ServerOutcome(spec, slot, None, before_text)
@@ -167,7 +184,7 @@ class Checker:
         """Delta, report and roll-forward of one file once its servers are done.
 
         `lifted`: servers whose unknown is said once for the whole check instead."""
-        shown_root = display_root(plan.path)
+        shown_root = plan.shown_root
         if plan.language_id is None:
             return file_report(plan.path, shown_root, (), (), (), (), ())
         if plan.deleted:  # a move or a delete fixes nothing (see `batch.moves`)
@@ -208,7 +225,7 @@ class Checker:
         )
         current = tuple(d for ds in known.results.values() for d in ds)
         return file_report(
-            plan.path, display_root(plan.path), result.introduced, current, result.fixed, (),
+            plan.path, plan.shown_root, result.introduced, current, result.fixed, (),
             tuple(known.results),
         )
 
@@ -261,11 +278,14 @@ class Checker:
 
     # -- servers ------------------------------------------------------------------------------
 
-    def slot_for(self, spec: ServerSpec, path: Path) -> Slot | Unknown:
-        """The pool slot serving `path` for `spec` (Python env handed over), or why none can."""
+    def slot_for(
+        self, spec: ServerSpec, path: Path, gate: Path | None = None
+    ) -> Slot | Unknown:
+        """The pool slot serving `path` for `spec` (Python env handed over), or why none can.
+        `gate`: the path's `display_root`, when the caller knows it already."""
         data = locate.data_dir(self.settings)
         resolution = locate.resolve(spec, data)
-        gate = display_root(path)
+        gate = gate if gate is not None else display_root(path)
         if resolution.command is None:
             detail = resolution.reason or f"{spec.command[0]} not found"
             if self.settings.install_strategy == "auto" and installers.installable(spec):
