@@ -72,3 +72,33 @@ def test_a_move_and_a_delete_are_never_fixed(tmp_path: Path) -> None:
         ]
         removed = kernel.run("import os; os.remove('moved.py')")
         assert removed.displays == ["moved.py was removed (1 known problem not counted as fixed)"]
+
+
+def test_over_the_file_cap_the_rest_is_one_lsp_check_away(tmp_path: Path) -> None:
+    require("ty")
+    require("ruff")
+    ws = seed_workspace(tmp_path, {"old_1.py": "x = 1\n", "old_2.py": "x = 2\n"})
+    with Kernel(kernel_dir_for(tmp_path), ws) as kernel:
+        setup(kernel, "ty")
+        kernel.run("%config IPyLSP.max_files_per_check = 3")
+        cell = kernel.run(
+            "from pathlib import Path\n"
+            "for n in range(5):\n"
+            "    Path(f'gen_{n}.py').write_text('x: int = \"s\"\\n')\n"
+            "for n in (1, 2):\n"
+            "    Path(f'old_{n}.py').write_text('x: int = \"s\"\\n')\n"
+        )
+        [text] = cell.displays
+        # the files that existed before the cell first, then new ones, in natural order
+        assert re.findall(r'<diagnostics file="([^"]+)">', text) == ["gen_0.py", "old_1.py",
+                                                                      "old_2.py"]
+        assert text.endswith(
+            "3 of 7 files checked (IPyLSP.max_files_per_check; files that existed before first, "
+            "then new ones); 4 not checked yet: `%lsp check` checks the next 3"
+        )
+        rest = kernel.run("%lsp check").result or ""
+        assert re.findall(r'<diagnostics file="([^"]+)">', rest) == ["gen_1.py", "gen_2.py",
+                                                                      "gen_3.py"]
+        last = kernel.run("%lsp check").result or ""
+        assert re.findall(r'<diagnostics file="([^"]+)">', last) == ["gen_4.py"]
+        assert kernel.run("%lsp check").result == "no files left unchecked"

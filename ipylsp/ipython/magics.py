@@ -74,7 +74,10 @@ def _parser() -> _Parser:
         cmd = add(name, f"{name} servers (all, or one id)")
         cmd.add_argument("id", nargs="?", help="a server id (default: all)")
     check = add("check", "what a file's text introduced (all, with --all)")
-    check.add_argument("path", help="the file")
+    check.add_argument(
+        "path", nargs="?", help="the file (none: the next files a cell wrote beyond "
+        "IPyLSP.max_files_per_check)"
+    )
     check.add_argument("--before", metavar="FILE", help="the text before the edit")
     check.add_argument("--all", action="store_true", help="every problem, not only new ones")
     check.add_argument(
@@ -196,6 +199,11 @@ class LspMagics(Magics):
         )
 
     def _check(self, args: argparse.Namespace) -> ReportView:
+        if args.path is None:  # the rest of a cell's writes beyond the file cap
+            overrides = {"severity": args.severity} if args.severity else {}
+            return ReportView(self.checks.service.check_rest(),
+                              options_for(self.checks.config, **overrides),
+                              "no files left unchecked")
         before = None
         if args.before is not None:
             try:

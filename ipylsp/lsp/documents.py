@@ -6,6 +6,7 @@ UTF-16 columns needs the exact text they were computed on.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +17,9 @@ from urllib.parse import unquote, urlparse
 from ipylsp.analysis.positions import LineIndex
 
 
+@functools.lru_cache(maxsize=8192)
 def path_to_uri(path: Path) -> str:
+    """`file://` URI of an absolute path (cached: a batch asks for each one many times)."""
     return path.as_uri()
 
 

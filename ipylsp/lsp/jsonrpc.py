@@ -88,6 +88,11 @@ class ConnectionLost(RpcError):
     """The stream closed or broke while the request was pending."""
 
 
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(asyncio.TimeoutError())
+
+
 class Endpoint:
     """One JSON-RPC connection. Start it with `start()`; it closes on EOF or a framing error."""
 
@@ -223,9 +228,15 @@ class Endpoint:
         if params is not None:
             message["params"] = params
         deadline = time.monotonic() + max(timeout, 0.0)
+        # A timer that fails the future, rather than `wait_for` (a task per request: batches
+        # send hundreds).
+        timer = asyncio.get_running_loop().call_at(
+            asyncio.get_running_loop().time() + max(deadline - time.monotonic(), 0.0),
+            _expire, future,
+        )
         try:
             await self._send(message, deadline)
-            return await asyncio.wait_for(future, max(deadline - time.monotonic(), 0.0))
+            return await future
         except asyncio.TimeoutError:
             await self._cancel(request_id)
             raise RequestTimeout(f"{method} got no answer within {timeout:.1f} s") from None
@@ -233,6 +244,7 @@ class Endpoint:
             await asyncio.shield(self._cancel(request_id))
             raise
         finally:
+            timer.cancel()
             self._pending.pop(request_id, None)
 
     async def _cancel(self, request_id: int) -> None:

@@ -51,7 +51,7 @@ class DocumentSync:
     async def locked(self, uri: str, deadline: float | None) -> AsyncIterator[None]:
         """Hold the document's lock; `LockTimeout` when it is not free by `deadline`."""
         lock = self.lock(uri)
-        if deadline is None:
+        if deadline is None or not lock.locked():  # free: taken at once, no timer needed
             await lock.acquire()
         else:
             try:

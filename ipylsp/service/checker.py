@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -71,7 +72,7 @@ class FilePlan:
     """The workspace its path is shown relative to (`reports.display_root`)."""
     outcomes: list[ServerOutcome] = field(default_factory=list)
 
-    @property
+    @functools.cached_property
     def display(self) -> str:
         return display_path(self.path, self.shown_root)
 
