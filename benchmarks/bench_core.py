@@ -69,8 +69,8 @@ import _common as c
 
 from ipylsp.analysis.model import Report, Severity
 from ipylsp.lsp import locate, pyenv, registry
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerSpec
 
 BROKEN = '''"""A module."""
 

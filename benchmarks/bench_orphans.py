@@ -33,9 +33,9 @@ import _common as c
 from ipylsp.lsp import registry
 from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.procfs import carrying, descendants, running
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.service.service import Service
 from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerSpec
 
 
 def _scan_ms(function: Any, *args: Any, n: int = 30) -> float | None:

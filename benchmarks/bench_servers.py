@@ -41,7 +41,7 @@ import _common as c
 
 from ipylsp.lsp import languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
-from ipylsp.lsp.spec import ServerSpec
+from ipylsp.spec import ServerSpec
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from typing import TYPE_CHECKING, Any
 
 from ipylsp._version import __version__
@@ -22,28 +21,18 @@ if TYPE_CHECKING:
     from ipylsp.service.service import Service
     from ipylsp.settings import Settings
 
-_lock = threading.Lock()
-_service: Service | None = None
-
-
 def get_service(settings: Settings | None = None) -> Service:
     """The process-wide `Service` (created on first use; `settings` only applies then)."""
-    global _service
-    with _lock:
-        if _service is None:
-            from ipylsp.service.service import Service
+    from ipylsp.service.shared import get_service as shared
 
-            _service = Service(settings)
-        return _service
+    return shared(settings)
 
 
 def _reset_service() -> None:
     """Close and forget the process-wide service (used by `%unload_ext` and tests)."""
-    global _service
-    with _lock:
-        current, _service = _service, None
-    if current is not None:
-        current.close()
+    from ipylsp.service.shared import reset_service
+
+    reset_service()
 
 
 def check(
@@ -119,13 +108,13 @@ def format_report(report: Report, **options: Any) -> str:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from ipylsp.ipython.extension import load_ipython_extension as load
+    from ipylsp.ipython.loading import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from ipylsp.ipython.extension import unload_ipython_extension as unload
+    from ipylsp.ipython.loading import unload_ipython_extension as unload
 
     unload(ipython)
 

@@ -14,8 +14,8 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, v
 from traitlets.config import Configurable
 
 from ipylsp.lsp.roots import WORKSPACE_MARKERS
-from ipylsp.lsp.spec import InstallRecipe, ServerOverride, ServerSpec
 from ipylsp.settings import InstallStrategy, Settings, SeverityFilter
+from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
 
 
 class IPyLSP(Configurable):

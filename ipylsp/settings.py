@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ipylsp.lsp.spec import ServerOverride, ServerSpec
+from ipylsp.spec import ServerOverride, ServerSpec
 
 SeverityFilter = Literal["error", "warning", "all"]
 InstallStrategy = Literal["manual", "auto"]

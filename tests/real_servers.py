@@ -19,7 +19,7 @@ import pytest
 from ipylsp.analysis.model import Report
 from ipylsp.analysis.report import FormatOptions, to_json
 from ipylsp.lsp import locate, registry
-from ipylsp.lsp.spec import ServerSpec
+from ipylsp.spec import ServerSpec
 
 DATA_DIR = locate.data_dir()
 

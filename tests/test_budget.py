@@ -20,9 +20,9 @@ import pytest
 
 from ipylsp.analysis.model import Report, UnknownReason
 from ipylsp.analysis.report import format_text
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.service.service import FileCheck, Service
 from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 
 BUDGET = 1.0

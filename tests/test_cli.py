@@ -264,9 +264,9 @@ def test_status(ws: Path) -> None:
 
 def test_status_lists_servers_running_in_other_services(ws: Path) -> None:
     """A kernel's servers (here: a Service in this process) show in `ipylsp status`."""
-    from ipylsp.lsp.spec import InstallRecipe, ServerSpec
     from ipylsp.service.service import Service
     from ipylsp.settings import Settings
+    from ipylsp.spec import InstallRecipe, ServerSpec
     from tests.conftest import fake_command
 
     fake = ServerSpec(id="fake", name="Fake", languages=("shellscript",),

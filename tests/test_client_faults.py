@@ -16,7 +16,7 @@ import pytest
 from ipylsp.analysis.model import Diagnostic, UnknownReason
 from ipylsp.lsp.client import ClientError, ClientState, LanguageClient
 from ipylsp.lsp.process import descendants, running
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
+from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 
 T = TypeVar("T")

@@ -23,9 +23,9 @@ import pytest
 from ipylsp.analysis.model import Report, Severity, UnknownReason
 from ipylsp.analysis.report import format_text, to_json
 from ipylsp.lsp import locate, registry
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.service.service import FileCheck, Service
 from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 
 # --- servers and their dialects -------------------------------------------------------------

@@ -17,8 +17,8 @@ import pytest
 from ipylsp.lsp import installers, locate, registry
 from ipylsp.lsp.installers import install, install_many
 from ipylsp.lsp.locate import resolve, resolve_command
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerSpec
 
 SYS_BIN = Path(sys.executable).parent
 

@@ -25,7 +25,7 @@ import pytest
 
 from ipylsp.lsp import locate, pyenv, registry
 from ipylsp.lsp.pyenv import PythonEnv
-from ipylsp.lsp.spec import ServerSpec
+from ipylsp.spec import ServerSpec
 
 PACKAGE = "ipylsp_only_in_venv"
 SOURCE = f'import {PACKAGE}\n\nx: int = "s"\n'

@@ -9,8 +9,8 @@ import pytest
 
 from ipylsp.lsp import languages, registry
 from ipylsp.lsp.languages import language_id
-from ipylsp.lsp.spec import InstallRecipe, ServerOverride, ServerSpec
 from ipylsp.settings import DEFAULT_LANGUAGE_SERVERS, Settings
+from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
 
 # ------------------------------------------------------------------------------------ languages
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ipylsp.lsp import locate
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.service import servers
 from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerSpec
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +65,7 @@ def test_table_rows_user_servers_and_long_language_lists(
         "PATH). get it somewhere"
     )
     mine_line = next(line for line in str(table).splitlines() if line.startswith("mine "))
-    assert mine_line.split() == ["mine", "installed", "a" * 20 + "," + "b" * 10 + "…"]  # 32 characters
+    assert mine_line.split() == ["mine", "installed", "a" * 20 + "," + "b" * 10 + "…"]
     assert repr(table) == str(table) == table.format()
     installed = [row for row in table.rows if row.installed]
     assert servers.table(settings, installed_only=True).rows == tuple(installed)

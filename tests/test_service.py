@@ -21,10 +21,10 @@ import pytest
 from ipylsp.analysis.model import Report, UnknownReason
 from ipylsp.lsp.client import ClientError
 from ipylsp.lsp.process import descendants, running, wait_exited
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.service.pool import ClientPool
 from ipylsp.service.service import FileCheck, Service
 from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 
 

@@ -1,8 +1,7 @@
-"""`%load_ext ipylsp`: cell hooks that check what each cell wrote and show what it broke.
+"""The cell hooks: check what each cell wrote and show what it broke (`CellChecks`).
 
-Loading is cheap: it installs two event callbacks, the `%lsp` magics and the `IPyLSP`
-configurable; the service's loop thread starts on first use and servers when a file needs one.
-`%unload_ext ipylsp` removes every hook and stops the servers. Loading twice is harmless.
+Owned by the `%lsp` magics object (`magics.LspMagics`), which `loading` registers with the
+shell; the service's loop thread starts on first use and servers when a file needs one.
 """
 
 from __future__ import annotations
@@ -19,18 +18,19 @@ from ipylsp.lsp import roots
 
 log = logging.getLogger(__name__)
 
-_ATTR = "_ipylsp_extension"
+ATTR = "_ipylsp_extension"
+"""The shell attribute holding the loaded extension's `CellChecks`."""
 
 
 class CellChecks:
     """Per shell: the watcher between pre_run_cell and post_run_cell, and the reporting."""
 
     def __init__(self, shell: Any) -> None:
-        import ipylsp
+        from ipylsp.service.shared import get_service
 
         self.shell = shell
         self.config = IPyLSP(parent=shell)
-        self.service = ipylsp.get_service(self.config.to_settings())
+        self.service = get_service(self.config.to_settings())
         self.service.configure(**_settings_changes(self.config))
         self.watcher = WriteWatcher(
             roots_filter=self._in_workspace,
@@ -39,7 +39,6 @@ class CellChecks:
         )
         self.config.observe(self._on_config_change)
         self.last_writes: list[Write] = []
-        self.magics: Any = None  # the `LspMagics` registered with the shell
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -115,47 +114,5 @@ def _settings_changes(config: IPyLSP) -> dict[str, Any]:
     return {name: getattr(settings, name) for name in settings.__dataclass_fields__}
 
 
-def load_ipython_extension(shell: Any) -> None:
-    if getattr(shell, _ATTR, None) is not None:
-        return
-    from ipylsp.ipython.magics import LspMagics
-
-    checks = CellChecks(shell)
-    setattr(shell, _ATTR, checks)
-    shell.events.register("pre_run_cell", checks.pre_run_cell)
-    shell.events.register("post_run_cell", checks.post_run_cell)
-    checks.magics = LspMagics(shell, checks)  # Magics.__init__ adds it to shell.configurables
-    shell.register_magics(checks.magics)
-    if checks.config not in shell.configurables:
-        shell.configurables.append(checks.config)
-
-
-def unload_ipython_extension(shell: Any) -> None:
-    checks: CellChecks | None = getattr(shell, _ATTR, None)
-    if checks is None:
-        return
-    import ipylsp
-
-    for event, callback in (
-        ("pre_run_cell", checks.pre_run_cell),
-        ("post_run_cell", checks.post_run_cell),
-    ):
-        if callback in shell.events.callbacks[event]:
-            shell.events.unregister(event, callback)
-    manager = shell.magics_manager
-    for kind in ("line", "cell"):
-        manager.magics[kind].pop("lsp", None)
-    # The magics object too (it holds `checks`): the registry and the configurables keep it.
-    name = type(checks.magics).__name__
-    if checks.magics is not None and manager.registry.get(name) is checks.magics:
-        del manager.registry[name]
-    for configurable in (checks.config, checks.magics):
-        if configurable is not None and configurable in shell.configurables:
-            shell.configurables.remove(configurable)
-    checks.close()
-    setattr(shell, _ATTR, None)
-    ipylsp._reset_service()
-
-
 def current(shell: Any) -> CellChecks | None:
-    return getattr(shell, _ATTR, None)
+    return getattr(shell, ATTR, None)

@@ -7,15 +7,13 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from ipylsp.ipython.display import ReportView, TextView, options_for
-
-if TYPE_CHECKING:
-    from ipylsp.ipython.extension import CellChecks
+from ipylsp.ipython.extension import CellChecks
 
 FEATURES = ("hover", "definition", "references", "completions")
 
@@ -114,9 +112,12 @@ def parse_position(text: str) -> tuple[str, int, int]:
 
 @magics_class
 class LspMagics(Magics):
-    def __init__(self, shell: Any, checks: CellChecks) -> None:
+    """`%lsp`, and the `CellChecks` it owns (one object to register and to remove, as
+    IPython's autoreload does)."""
+
+    def __init__(self, shell: Any) -> None:
         super().__init__(shell)
-        self.checks = checks
+        self.checks = CellChecks(shell)
 
     @line_magic
     def lsp(self, line: str) -> Any:

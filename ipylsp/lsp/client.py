@@ -39,8 +39,8 @@ from ipylsp.lsp.jsonrpc import (
 )
 from ipylsp.lsp.process import ServerProcess, spawn
 from ipylsp.lsp.server_requests import STATIC_PULL, Progress, ServerHandlers
-from ipylsp.lsp.spec import ServerSpec
 from ipylsp.lsp.sync import DocumentSync, LockTimeout
+from ipylsp.spec import ServerSpec
 
 __all__ = [  # the client's API, wherever it is defined
     "FILE_CHANGED", "FILE_CREATED", "FILE_DELETED", "STATIC_PULL", "VERSIONLESS_SETTLE",

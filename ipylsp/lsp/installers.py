@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ipylsp.lsp import locate
 from ipylsp.lsp.registry import install_hint
-from ipylsp.lsp.spec import ServerSpec
+from ipylsp.spec import ServerSpec
 
 __all__ = [
     "DEFAULT_TIMEOUT",

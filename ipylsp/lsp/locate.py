@@ -32,8 +32,8 @@ from pathlib import Path
 import platformdirs
 
 from ipylsp.lsp.dircache import DirCache
-from ipylsp.lsp.spec import ServerSpec
 from ipylsp.settings import Settings
+from ipylsp.spec import ServerSpec
 
 APP_NAME = "ipylsp"
 

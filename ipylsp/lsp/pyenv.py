@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ipylsp.lsp.spec import ServerSpec
+from ipylsp.spec import ServerSpec
 
 PROJECT_VENV_NAMES: tuple[str, ...] = (".venv", "venv")
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ipylsp.lsp.languages import language_id
 from ipylsp.lsp.server_rows import SPECS
-from ipylsp.lsp.spec import ServerSpec
 from ipylsp.settings import DEFAULT_LANGUAGE_SERVERS, Settings
+from ipylsp.spec import ServerSpec
 
 _BY_ID = {spec.id: spec for spec in SPECS}
 

@@ -8,7 +8,7 @@ Adding a server is adding a row here; `registry` holds the functions that read t
 
 from __future__ import annotations
 
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
+from ipylsp.spec import InstallRecipe, ServerSpec
 
 _PY_ROOTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", ".git")
 _JS_ROOTS = ("tsconfig.json", "jsconfig.json", "package.json")

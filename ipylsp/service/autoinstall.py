@@ -11,7 +11,7 @@ import concurrent.futures
 from pathlib import Path
 
 from ipylsp.lsp import installers, locate
-from ipylsp.lsp.spec import ServerSpec
+from ipylsp.spec import ServerSpec
 
 
 class AutoInstaller:

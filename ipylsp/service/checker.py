@@ -21,13 +21,13 @@ from ipylsp.analysis import delta as delta_mod
 from ipylsp.analysis.model import Diagnostic, FileReport, Unknown, UnknownReason
 from ipylsp.lsp import installers, languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
-from ipylsp.lsp.spec import InstallRecipe, ServerSpec
 from ipylsp.service import tiers
 from ipylsp.service.autoinstall import AutoInstaller
 from ipylsp.service.baseline import KnownFile, git_head_text, read_text
 from ipylsp.service.pool import ClientPool, Slot
 from ipylsp.service.reports import display_path, display_root, file_report, merge_reports
 from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerSpec
 
 __all__ = ["Checker", "FilePlan", "ServerOutcome", "display_path", "merge_reports"]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ipylsp.analysis.model import UnknownReason
 from ipylsp.lsp.client import ClientError, ClientState, LanguageClient
-from ipylsp.lsp.spec import ServerSpec
 from ipylsp.settings import Settings
+from ipylsp.spec import ServerSpec
 
 log = logging.getLogger(__name__)
 

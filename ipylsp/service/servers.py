@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipylsp.lsp import installers, locate, registry
-from ipylsp.lsp.spec import ServerSpec
 from ipylsp.settings import Settings
+from ipylsp.spec import ServerSpec
 
 MAX_LANGUAGES = 32
 """Characters of the languages column; longer lists end in "…" (TypeScript's are long)."""
