@@ -17,8 +17,10 @@ SeverityFilter = Literal["error", "warning", "all"]
 InstallStrategy = Literal["manual", "auto"]
 
 DEFAULT_LANGUAGE_SERVERS: Mapping[str, tuple[str, ...]] = {
-    # One entry per role; "a|b|c" means: the first of these that is installed.
-    "python": ("basedpyright|pyright|ty", "ruff"),
+    # One entry per role; "a|b|c" means: the first of these that is installed. ty + ruff is
+    # the embedded default the README names (`pip install 'ipylsp[python]'`, no node); the
+    # pyright family serves when it is all a user installed. A missing role suggests ty first.
+    "python": ("ty|basedpyright|pyright", "ruff"),
 }
 
 

@@ -350,6 +350,10 @@ def test_python_default_roles_pick_the_first_installed_alternative() -> None:
     path = Path("/w/app.py")
     assert _ids(registry.servers_for(path, settings, _installed("ty", "ruff"))) == ["ty", "ruff"]
     assert _ids(registry.servers_for(path, settings, _installed("pyright", "ty", "ruff"))) == [
+        "ty",
+        "ruff",
+    ]
+    assert _ids(registry.servers_for(path, settings, _installed("pyright", "ruff"))) == [
         "pyright",
         "ruff",
     ]
@@ -360,7 +364,7 @@ def test_python_default_roles_pick_the_first_installed_alternative() -> None:
 
 def test_a_role_with_nothing_installed_yields_its_first_alternative() -> None:
     specs = registry.servers_for(Path("/w/app.py"), Settings(), _installed())
-    assert _ids(specs) == ["basedpyright", "ruff"]
+    assert _ids(specs) == ["ty", "ruff"]  # the missing-server hint names the embedded default
 
 
 def test_is_installed_is_asked_about_specs_with_overrides_applied() -> None:
@@ -431,7 +435,7 @@ def test_an_empty_role_list_turns_a_language_off() -> None:
 
 def test_a_mapping_without_python_keeps_pythons_default_roles() -> None:
     settings = Settings(language_servers={"typescript": ("typescript",)})
-    specs = registry.servers_for(Path("/w/a.py"), settings, _installed("pyright", "ty", "ruff"))
+    specs = registry.servers_for(Path("/w/a.py"), settings, _installed("pyright", "ruff"))
     assert _ids(specs) == ["pyright", "ruff"]
 
 

@@ -314,12 +314,13 @@ def test_a_planted_problem_is_reported_at_its_place_then_fixed(
 # ------------------------------------------------------------------------------ Python defaults
 
 
-def test_pythons_default_set_is_the_installed_type_checker_and_ruff(
+def test_pythons_default_set_is_the_embedded_ty_and_ruff(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No language_servers setting: basedpyright (first installed of basedpyright|pyright|ty)
-    and ruff both check a Python file, and both are heard."""
+    """No language_servers setting: ty and ruff (the README's embedded default) check a Python
+    file, and both are heard, although basedpyright and pyright are installed too."""
     require("basedpyright")
+    require("ty")
     require("ruff")
     root = workspace(tmp_path, monkeypatch)
     bad = 'def f() -> int:\n    x: int = "a"\n    return x\n\n\nprint(undefined_name)\n'
@@ -327,13 +328,14 @@ def test_pythons_default_set_is_the_installed_type_checker_and_ruff(
     with Service(Settings(data_dir=DATA_DIR, wait_budget=BUDGET)) as service:
         first = service.check(path)
         report = _only_file(first, "app.py")
-        assert report.servers == ("basedpyright", "ruff")
+        assert report.servers == ("ty", "ruff")
         assert report.unknown == ()
         assert format_text(first).splitlines() == [
             '<diagnostics file="app.py">',
-            PYRIGHT_TEXT.format(source="basedpyright"),
-            'ERROR [6:7] "undefined_name" is not defined [reportUndefinedVariable, F821] '
-            "(basedpyright, Ruff)",
+            'ERROR [2:14] Object of type `Literal["a"]` is not assignable to `int` '
+            "[invalid-assignment] (ty)",
+            "ERROR [6:7] Name `undefined_name` used when not defined "
+            "[unresolved-reference, F821] (ty, Ruff)",
             "</diagnostics>",
         ]
         path.write_text(PY_FIXED, encoding="utf-8")
