@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -573,6 +574,27 @@ def test_a_long_check_shows_what_it_waits_for_then_the_report(tmp_path: Path) ->
         texts = [m["content"]["data"]["text/plain"] for m in cell.messages]
         assert texts[0] == "ipylsp: waiting for slow (starting)"
         assert texts[-1] == cell.displays[0]
+
+
+def test_a_shown_waiting_line_never_ends_as_an_empty_output(tmp_path: Path) -> None:
+    """A clean write whose check waited for a server to start: the waiting line becomes a
+    one-line outcome, so the saved notebook holds no empty output (a quick clean check
+    prints nothing at all)."""
+    ws = seed_workspace(tmp_path)
+    slow = [sys.executable, str(FAKE_SERVER), "--slow-initialize-ms", "1500", "--lifetime-s", "60"]
+    with Kernel(kernel_dir_for(tmp_path), ws) as k:
+        k.run("%load_ext ipylsp")
+        k.run(f"%config IPyLSP.custom_servers = {{'slow': {{'command': {slow!r}, "
+              "'languages': ['python']}}")
+        k.run("%config IPyLSP.language_servers = {'python': ['slow']}")
+        waited = k.run("open('w.py', 'w').write('x = 1\\n');")
+        quick = k.run("open('w.py', 'w').write('x = 2\\n');")
+    assert waited.kinds == ["display_data"]
+    [text] = waited.displays
+    assert re.fullmatch(r"checked w\.py: nothing new \(slow; \d+\.\d s\)", text), text
+    assert quick.outputs == []
+    every = [o for c in (waited, quick) for o in c.outputs]
+    assert all(o.get("data", {}).get("text/plain", "x") for o in every)
 
 
 # -- notebooks/agent_loop.ipynb -------------------------------------------------------------------

@@ -9,6 +9,7 @@ which some agent tools read exclusively.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 from ipylsp.analysis.model import Report
@@ -31,10 +32,16 @@ def options_for(config: IPyLSP, **overrides: Any) -> FormatOptions:
 class CellReport:
     """The one display of a cell's report. A check that takes long first shows a waiting line
     (which servers, starting or indexing), updated in place and finally replaced by the report.
+
+    A waiting line that was shown never ends empty: the protocol has no way to remove one
+    output (`clear_output` clears the cell's own output too) and an emptied display stays in
+    the saved notebook as an empty output that agents read as nothing. So a clean outcome
+    after a wait says so in one line (`outcome_line`); a quick clean check prints nothing.
     """
 
     def __init__(self) -> None:
         self._handle: Any = None
+        self._started = time.monotonic()
 
     def waiting(self, line: str) -> None:
         from IPython.display import display
@@ -53,9 +60,20 @@ class CellReport:
             report = dataclasses.replace(report, notes=report.notes + tuple(notes))
         bundle = mime_bundle(report, options_for(config))
         if self._handle is not None:
-            self._handle.update(bundle or {"text/plain": ""}, raw=True)
+            outcome = {"text/plain": outcome_line(report, time.monotonic() - self._started)}
+            self._handle.update(bundle or outcome, raw=True)
         elif bundle:
             display(bundle, raw=True)  # type: ignore[no-untyped-call]
+
+
+def outcome_line(report: Report, seconds: float) -> str:
+    """`checked app.py: nothing new (ty, ruff; 1.4 s)`: what a shown waiting line becomes
+    when the check had nothing to report."""
+    files = report.files
+    what = files[0].display_path if len(files) == 1 else f"{len(files)} files"
+    servers = ", ".join(dict.fromkeys(s for f in files for s in f.servers))
+    detail = f"{servers}; {seconds:.1f} s" if servers else f"{seconds:.1f} s"
+    return f"checked {what}: nothing new ({detail})"
 
 
 class ReportView:
