@@ -1,7 +1,8 @@
 """`ipylsp` on the command line: status, list, which, install, check.
 
 Exit codes: 0 clean, 1 problems found, 2 failure or unknown results (a timed-out or missing
-server is never reported as clean).
+server is never reported as clean), 141 when the reader closed the pipe (`ipylsp status | head`:
+quiet, as other Unix tools end on SIGPIPE).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +19,8 @@ from typing import TextIO
 from ipylsp.settings import Settings
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_FAILURE = 0, 1, 2
+EXIT_CLOSED_PIPE = 141
+"""128 + SIGPIPE: what a shell shows for a tool that SIGPIPE ended (`yes | head -1`)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,6 +70,30 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
+    try:
+        code = _main(argv, out)
+        out.flush()  # here, where a closed pipe can still be caught, not at interpreter exit
+    except BrokenPipeError:
+        _discard_output(out)
+        return EXIT_CLOSED_PIPE
+    return code
+
+
+def _discard_output(out: TextIO) -> None:
+    """The reader went away: what is still buffered for it goes to /dev/null, so that the
+    interpreter's last flush does not complain on stderr ("Exception ignored ...")."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # not a real file (a test's StringIO)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None, out: TextIO) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = _settings(args)
@@ -86,6 +114,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except KeyboardInterrupt:
         print("ipylsp: interrupted", file=sys.stderr)
         return EXIT_FAILURE
+    except BrokenPipeError:
+        raise
     except Exception as exc:  # exit 1 means "problems found": a crash must not look like that
         print(f"ipylsp: internal error: {exc!r}", file=sys.stderr)
         return EXIT_FAILURE

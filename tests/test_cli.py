@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.cli import EXIT_CLEAN, EXIT_FAILURE, EXIT_PROBLEMS, main
+from ipylsp.cli import EXIT_CLEAN, EXIT_CLOSED_PIPE, EXIT_FAILURE, EXIT_PROBLEMS, main
 from ipylsp.lsp import installers, locate, registry
 from ipylsp.settings import Settings
 
@@ -341,6 +341,38 @@ def test_which_as_a_real_process(ws: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (
         EXIT_CLEAN, f"{VENV_BIN}/ty server\n", "",
     )
+
+
+@pytest.mark.parametrize(
+    "argv", [["status"], ["list"], ["check", "--server", "ty", "app.py"]], ids=" ".join
+)
+def test_a_closed_pipe_ends_quietly(ws: Path, argv: list[str]) -> None:
+    """`ipylsp status | head -3`: the reader is gone before the output is written. Exit 141
+    (as for a tool ended by SIGPIPE), nothing on stderr (no "internal error", no "Exception
+    ignored" from the interpreter's last flush)."""
+    (ws / "app.py").write_text("count: int = 'x'\n")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [str(SCRIPT), "--data-dir", str(ws.parent / "data"), *argv],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (EXIT_CLOSED_PIPE, "")
+
+
+def test_head_of_status(ws: Path) -> None:
+    """The shell pipeline itself: the first lines, and no message whenever head leaves."""
+    done = subprocess.run(
+        f"{SCRIPT} --data-dir {ws.parent / 'data'} status | head -2",
+        shell=True, capture_output=True, text=True, timeout=60,
+    )
+    assert done.stderr == ""
+    assert [line.split()[:2] for line in done.stdout.splitlines()] == [
+        ["ty", "installed"], ["ruff", "installed"],
+    ]
 
 
 # --- configuration and server choice ------------------------------------------------------------
