@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ipylsp.analysis.model import Report
-from ipylsp.analysis.report import FormatOptions, format_text, mime_bundle
 from ipylsp.config import IPyLSP
+
+if TYPE_CHECKING:  # imported on first use: `%load_ext` stays cheap
+    from ipylsp.analysis.model import Report
+    from ipylsp.analysis.report import FormatOptions
 
 
 def options_for(config: IPyLSP, **overrides: Any) -> FormatOptions:
+    from ipylsp.analysis.report import FormatOptions
+
     values: dict[str, Any] = {
         "severity": config.severity,
         "max_per_file": config.max_per_file,
@@ -56,6 +60,8 @@ class CellReport:
         """The report, unless there is nothing to say (then a waiting line is emptied)."""
         from IPython.display import display
 
+        from ipylsp.analysis.report import mime_bundle
+
         if notes:
             report = dataclasses.replace(report, notes=report.notes + tuple(notes))
         bundle = mime_bundle(report, options_for(config))
@@ -85,9 +91,13 @@ class ReportView:
         self.empty = empty
 
     def __repr__(self) -> str:
+        from ipylsp.analysis.report import format_text
+
         return format_text(self.report, self.options) or self.empty
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from ipylsp.analysis.report import mime_bundle
+
         bundle = mime_bundle(self.report, self.options)
         if not bundle:
             return {"text/plain": self.empty}

@@ -9,12 +9,15 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipylsp.config import IPyLSP
 from ipylsp.ipython.display import CellReport
 from ipylsp.ipython.watch import Write, WriteWatcher
 from ipylsp.lsp import roots
+
+if TYPE_CHECKING:
+    from ipylsp.service.service import Service
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +29,9 @@ class CellChecks:
     """Per shell: the watcher between pre_run_cell and post_run_cell, and the reporting."""
 
     def __init__(self, shell: Any) -> None:
-        from ipylsp.service.shared import get_service
-
         self.shell = shell
         self.config = IPyLSP(parent=shell)
-        self.service = get_service(self.config.to_settings())
-        self.service.configure(**_settings_changes(self.config))
+        self._service: Service | None = None
         self.watcher = WriteWatcher(
             roots_filter=self._in_workspace,
             roots=self._roots,
@@ -40,13 +40,26 @@ class CellChecks:
         self.config.observe(self._on_config_change)
         self.last_writes: list[Write] = []
 
+    @property
+    def service(self) -> Service:
+        """The process-wide service, made on first use: `%load_ext` imports none of the
+        service's machinery (a notebook that writes nothing pays nothing for it)."""
+        if self._service is None:
+            from ipylsp.service.shared import get_service
+
+            service = get_service(self.config.to_settings())
+            service.configure(**_settings_changes(self.config))
+            self._service = service
+        return self._service
+
     # -- configuration ------------------------------------------------------------------------
 
     def _on_config_change(self, change: Any) -> None:
         name = change["name"]
         if name == "check_shell_writes":
             self.watcher.child_mode = "auto" if change["new"] else "off"
-        self.service.configure(**_settings_changes(self.config))
+        if self._service is not None:
+            self._service.configure(**_settings_changes(self.config))
 
     def _in_workspace(self, path: Path) -> bool:
         return roots.workspace_gate(path, tuple(self.config.workspace_markers)) is not None
@@ -62,9 +75,10 @@ class CellChecks:
         if not self.config.enabled:
             return
         try:
-            ident = self.service.thread_ident
-            if ident is not None:
-                self.watcher.ignored_threads.add(ident)
+            if self._service is not None:  # the loop thread's own writes are not the cell's
+                ident = self._service.thread_ident
+                if ident is not None:
+                    self.watcher.ignored_threads.add(ident)
             self.watcher.begin_cell()
         except Exception:  # never break the user's cell
             log.exception("ipylsp: could not start watching the cell")
