@@ -54,13 +54,21 @@ def diagnostics(path: str | os.PathLike[str] | None = None) -> Report:
 def pending() -> Report:
     """Problems introduced by writes and not yet handed over; handing them over forgets them.
 
-    Errors first, at most 10 per file and 30 in all (a note says how many more there were).
+    Newest writes first, at most 10 per file and 30 in all, and no more than a report of
+    them shows within the configured `max_report_chars`; what does not fit stays pending for
+    the next call (a note says how many).
     """
     import dataclasses
 
-    report, cut = get_service().pending()
-    if cut:
-        report = dataclasses.replace(report, notes=(f"... and {cut} more pending",))
+    from ipylsp.analysis.report import FormatOptions
+
+    service = get_service()
+    options = FormatOptions.from_settings(service.settings, severity="all")
+    report, left = service.pending(options)
+    if left:
+        report = dataclasses.replace(
+            report, notes=(f"... and {left} more pending: ipylsp.pending()",)
+        )
     return report
 
 

@@ -206,12 +206,13 @@ HELP = {
     'check': (
         'usage: %lsp check [-h] [--before FILE] [--all]\n'
         '                  [--severity {error,warning,all}]\n'
-        '                  path\n'
+        '                  [path]\n'
         '\n'
         "what a file's text introduced (all, with --all)\n"
         '\n'
         'positional arguments:\n'
-        '  path                  the file\n'
+        '  path                  the file (none: the next files a cell wrote beyond\n'
+        '                        IPyLSP.max_files_per_check)\n'
         '\n'
         'options:\n'
         '  -h, --help            show this help message and exit\n'

@@ -251,13 +251,15 @@ class LspMagics(Magics):
         return TextView(result.format(Path.cwd()))
 
     def _pending(self, args: argparse.Namespace) -> ReportView:
-        report, cut = self.checks.service.pending()
-        if cut:
-            from dataclasses import replace
+        # The channel hands over what these options show and keeps the rest; the view then
+        # shows all of it (no second budget that could hide a problem handed over).
+        from dataclasses import replace
 
-            report = replace(report, notes=(f"... and {cut} more pending",))
-        return ReportView(report, options_for(self.checks.config, severity="all"),
-                          "nothing pending")
+        options = options_for(self.checks.config, severity="all")
+        report, left = self.checks.service.pending(options)
+        if left:
+            report = replace(report, notes=(f"... and {left} more pending: %lsp pending",))
+        return ReportView(report, replace(options, max_report_chars=0), "nothing pending")
 
     def _on(self, args: argparse.Namespace) -> TextView:
         self._set_enabled(True)

@@ -22,6 +22,7 @@ from types import FrameType
 from typing import Any
 
 from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
+from ipylsp.analysis.report import FormatOptions
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.service import batch
 from ipylsp.service.batch import FileCheck
@@ -250,10 +251,11 @@ class Service:
                 data_dir(self._settings), id(self), self.status() if rows is None else rows
             )
 
-    def pending(self) -> tuple[Report, int]:
-        """Problems introduced by writes and not yet handed over (then forgotten), and the
-        number cut by the caps (10 per file, 30 in all)."""
-        return self._pending.take()
+    def pending(self, options: FormatOptions | None = None) -> tuple[Report, int]:
+        """Problems introduced by writes and not yet handed over, newest writes first (10 per
+        file, 30 in all; with `options`, what a report rendered with them shows), and how
+        many stay pending for the next call. Only what is handed over is forgotten."""
+        return self._pending.take(options=options)
 
     @property
     def thread_ident(self) -> int | None:
