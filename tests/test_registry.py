@@ -326,9 +326,15 @@ def test_specs_for_language() -> None:
 
 def test_install_hint() -> None:
     ty, clangd, zls = registry.get("ty"), registry.get("clangd"), registry.get("zls")
-    assert ty is not None and clangd is not None and zls is not None
-    assert registry.install_hint(ty).startswith("ipylsp install ty")
-    assert "pip install ty" in registry.install_hint(ty)
+    ruff, pyright = registry.get("ruff"), registry.get("basedpyright")
+    assert ty and clangd and zls and ruff and pyright
+    # the embedded default: the extra that brings both, before a private install
+    assert registry.install_hint(ty) == registry.install_hint(ruff) == (
+        "pip install 'ipylsp[python]'  # ty + ruff, the default (or: ipylsp install ty ruff)"
+    )
+    assert registry.install_hint(pyright) == (
+        "ipylsp install basedpyright  # pip install basedpyright into ipylsp's data dir"
+    )
     assert registry.install_hint(clangd) == "apt-get install clangd"
     assert registry.install_hint(zls) == zls.install.hint
 

@@ -39,8 +39,21 @@ def specs_for_language(language: str) -> tuple[ServerSpec, ...]:
     return tuple(spec for spec in SPECS if language in spec.languages)
 
 
+EMBEDDED_DEFAULT = ("ty", "ruff")
+"""The servers `pip install 'ipylsp[python]'` brings (pyproject's `python` extra): the default
+the README names, no node needed."""
+
+
 def install_hint(spec: ServerSpec) -> str:
-    """One line telling a user how to get ``spec``."""
+    """One line telling a user how to get ``spec``. For the embedded default, the extra that
+    brings both first (a missing default should not send anyone to a 61 MB node wheel)."""
+    own = _BY_ID.get(spec.id)
+    if spec.id in EMBEDDED_DEFAULT and own is not None and spec.install == own.install:
+        both = " ".join(EMBEDDED_DEFAULT)
+        return (
+            f"pip install 'ipylsp[python]'  # {' + '.join(EMBEDDED_DEFAULT)}, the default "
+            f"(or: ipylsp install {both})"
+        )
     recipe = spec.install
     if recipe.kind in ("pip", "npm"):
         extra = f" ({recipe.hint})" if recipe.hint else ""
