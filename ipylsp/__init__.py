@@ -4,7 +4,7 @@
 
     >>> import ipylsp
     >>> report = ipylsp.check("src/app.py")      # what the file's current text introduced
-    >>> print(ipylsp.format_report(report))              # the <diagnostics> block agents read
+    >>> report                                  # prints as the <diagnostics> block agents read
 """
 
 from __future__ import annotations
@@ -35,6 +35,15 @@ def _reset_service() -> None:
     reset_service()
 
 
+def _shown(report: Report, empty: str) -> Report:
+    """`report`, printing as `%lsp` answers (its text block with the service's options)."""
+    from ipylsp.analysis.report import FormatOptions
+    from ipylsp.shown import ShownReport
+
+    options = FormatOptions.from_settings(get_service().settings)
+    return ShownReport.of(report, options, empty)
+
+
 def check(
     path: str | os.PathLike[str],
     *,
@@ -42,13 +51,18 @@ def check(
     before: str | None = None,
     timeout: float | None = None,
 ) -> Report:
-    """Problems the file's text (or `content`, not written) introduced relative to `before`."""
-    return get_service().check(path, content=content, before=before, timeout=timeout)
+    """Problems the file's text (or `content`, not written) introduced relative to `before`.
+
+    The report prints as its `<diagnostics>` block (`format_report` for other options)."""
+    report = get_service().check(path, content=content, before=before, timeout=timeout)
+    clean = "no problems" if before == "" else "no new problems"  # before="": everything
+    return _shown(report, f"{os.fspath(path)}: {clean}")
 
 
 def diagnostics(path: str | os.PathLike[str] | None = None) -> Report:
     """Last known diagnostics of one file or of every checked file (no server round trip)."""
-    return get_service().diagnostics(path)
+    report = get_service().diagnostics(path)
+    return _shown(report, "no known problems" if report.files else "nothing checked yet")
 
 
 def pending() -> Report:
@@ -61,15 +75,14 @@ def pending() -> Report:
     import dataclasses
 
     from ipylsp.analysis.report import FormatOptions
+    from ipylsp.shown import ShownReport
 
     service = get_service()
     options = FormatOptions.from_settings(service.settings, severity="all")
-    report, left = service.pending(options)
-    if left:
-        report = dataclasses.replace(
-            report, notes=(f"... and {left} more pending: ipylsp.pending()",)
-        )
-    return report
+    report = service.pending(options, again="ipylsp.pending()")
+    # All of the hand-over shows (no second budget that could hide a problem handed over).
+    return ShownReport.of(report, dataclasses.replace(options, max_report_chars=0),
+                          "nothing pending")
 
 
 def _feature(kind: str, path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
@@ -79,7 +92,7 @@ def _feature(kind: str, path: str | os.PathLike[str], line: int, column: int) ->
 
 
 def hover(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
-    """Hover text at a 1-based line and column (in characters); `str()` of it reads well."""
+    """Hover text at a 1-based line and column (in characters); it prints as the answer."""
     return _feature("hover", path, line, column)
 
 

@@ -14,9 +14,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ipylsp.settings import Settings
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.installers import InstallResult
+    from ipylsp.service.servers import InstallProgress
+    from ipylsp.spec import ServerSpec
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_FAILURE = 0, 1, 2
 EXIT_CLOSED_PIPE = 141
@@ -37,9 +42,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("status", help="servers: installed or missing, with install hints")
+    sub.add_parser("status", help="servers running in any process (kernels); installed ones")
 
-    listing = sub.add_parser("list", help="every server ipylsp knows")
+    listing = sub.add_parser(
+        "list", help="every server ipylsp knows: its command, or how to install it"
+    )
     listing.add_argument("--installed", action="store_true", help="only installed servers")
 
     which = sub.add_parser("which", help="the command ipylsp would run for a server")
@@ -131,114 +138,79 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def _server_rows(settings: Settings) -> list[tuple[str, str, str, str]]:
-    from ipylsp.lsp import installers, locate, registry
-
-    rows = []
-    data_dir = locate.data_dir(settings)
-    for spec in registry.all_specs():
-        command = locate.resolve_command(spec, data_dir)
-        state = "installed" if command else "missing"
-        where = " ".join(command) if command else installers.install_hint(spec)
-        rows.append((spec.id, ",".join(spec.languages), state, where))
-    return rows
-
-
 def _status(settings: Settings, out: TextIO) -> int:
-    rows = _server_rows(settings)
-    width = max(len(r[0]) for r in rows)
-    for server_id, languages, state, where in rows:
-        print(f"{server_id:<{width}}  {state:<9}  {languages:<24}  {where}", file=out)
-    installed = sum(1 for r in rows if r[2] == "installed")
-    print(f"{installed} of {len(rows)} servers installed", file=out)
-    _print_running(settings, out)
+    """What runs in any process (kernels), then what is installed: `%lsp status`'s rendering."""
+    from ipylsp.service.service import Service
+
+    with Service(settings) as service:
+        print(service.servers_status(), file=out)
     return EXIT_CLEAN
-
-
-def _print_running(settings: Settings, out: TextIO) -> None:
-    """Servers that live processes (kernels) run or found broken, per workspace root."""
-    from ipylsp.lsp import locate
-    from ipylsp.service.statusfile import read_status
-
-    running = read_status(locate.data_dir(settings))
-    if not running:
-        print("no server is running in any process", file=out)
-        return
-    for row in running:
-        pid = f"  pid {row['pid']}" if row.get("pid") else ""
-        detail = f"  {row['detail']}" if row.get("detail") not in (None, "", row["state"]) else ""
-        print(
-            f"{row['server']}  {row['state']}  {row['root']}{pid}  (process {row['owner']})"
-            f"{detail}",
-            file=out,
-        )
 
 
 def _list(settings: Settings, out: TextIO, *, installed_only: bool) -> int:
-    for server_id, languages, state, _ in _server_rows(settings):
-        if installed_only and state != "installed":
-            continue
-        print(f"{server_id}\t{languages}\t{state}", file=out)
+    from ipylsp.service.service import Service
+
+    with Service(settings) as service:
+        print(service.servers(installed_only=installed_only), file=out)
     return EXIT_CLEAN
+
+
+SEE_LIST = "(see 'ipylsp list')"
 
 
 def _which(settings: Settings, out: TextIO, server_id: str) -> int:
-    from ipylsp.lsp import installers, locate, registry
+    from ipylsp.service.servers import UnknownServer
+    from ipylsp.service.service import Service
 
-    spec = registry.get(server_id)
-    if spec is None:
-        print(f"ipylsp: unknown server {server_id!r} (see 'ipylsp list')", file=sys.stderr)
-        return EXIT_FAILURE
-    command = locate.resolve_command(spec, locate.data_dir(settings))
-    if command is None:
-        print(f"{server_id}: not installed. {installers.install_hint(spec)}", file=out)
-        return EXIT_FAILURE
-    print(" ".join(command), file=out)
-    return EXIT_CLEAN
+    with Service(settings) as service:
+        try:
+            row = service.which(server_id)
+        except UnknownServer as exc:
+            print(f"ipylsp: {exc} {SEE_LIST}", file=sys.stderr)
+            return EXIT_FAILURE
+    print(row.which(), file=out)
+    return EXIT_CLEAN if row.installed else EXIT_FAILURE
 
 
 def _install(settings: Settings, out: TextIO, server_ids: list[str], *, install_all: bool) -> int:
-    from ipylsp.lsp import installers, locate, registry
+    from ipylsp.service.service import Service
 
-    if install_all:
-        specs = [s for s in registry.all_specs() if s.install.kind in ("pip", "npm")]
-    else:
-        if not server_ids:
-            print("ipylsp install: name servers, or --all", file=sys.stderr)
+    with Service(settings) as service:
+        try:
+            results = service.install(
+                server_ids, install_all=install_all, progress=_install_printer(out)
+            )
+        except ValueError as exc:  # an unknown id, or none
+            print(f"ipylsp install: {exc} {SEE_LIST}", file=sys.stderr)
             return EXIT_FAILURE
-        unknown = [sid for sid in server_ids if registry.get(sid) is None]
-        if unknown:
-            print(f"ipylsp: unknown server(s): {', '.join(unknown)}", file=sys.stderr)
-            return EXIT_FAILURE
-        specs = [s for sid in server_ids if (s := registry.get(sid)) is not None]
-    data_dir = locate.data_dir(settings)
-    failed = 0
-    for spec in specs:
-        print(f"installing {spec.id} ...", file=out, flush=True)
-        result = installers.install(spec, data_dir, progress=_progress_printer(out))
-        if result.ok:
-            print(f"{spec.id}: installed", file=out)
-        else:
-            failed += 1
-            print(f"{spec.id}: FAILED: {result.message}", file=out)
-    return EXIT_FAILURE if failed else EXIT_CLEAN
+    return EXIT_CLEAN if all(r.ok for r in results) else EXIT_FAILURE
 
 
-def _progress_printer(out: TextIO):  # type: ignore[no-untyped-def]
-    """One status line rewritten in place on a terminal; plain lines elsewhere."""
+def _install_printer(out: TextIO) -> InstallProgress:
+    """Each install as lines: `installing ID ...`, the installer's output (one status line
+    rewritten in place on a terminal, plain lines elsewhere), then its outcome."""
+    from ipylsp.service.servers import InstallProgress
+
     tty = out.isatty()
 
-    def show(line: str) -> None:
-        line = line.rstrip()
-        if not line:
-            return
-        if tty:
-            out.write("\r\x1b[K  " + line[:100])
-        else:
-            out.write("  " + line + "\n")
-        out.flush()
+    class Printer(InstallProgress):
+        def started(self, spec: ServerSpec) -> None:
+            print(f"installing {spec.id} ...", file=out, flush=True)
 
-    return show
+        def output(self, server_id: str, line: str) -> None:
+            line = line.rstrip()
+            if not line:
+                return
+            out.write("\r\x1b[K  " + line[:100] if tty else "  " + line + "\n")
+            out.flush()
+
+        def finished(self, result: InstallResult) -> None:
+            if tty:
+                out.write("\r\x1b[K")
+            outcome = "installed" if result.ok else f"FAILED: {result.message}"
+            print(f"{result.server_id}: {outcome}", file=out, flush=True)
+
+    return Printer()
 
 
 CLI_MORE_HINT = "check fewer files at a time"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import ipylsp
+from ipylsp.analysis.model import Report
 from ipylsp.settings import Settings
 
 LIB = "def area(width: int, height: int) -> int:\n    return width * height\n"
@@ -107,3 +109,54 @@ def test_errors_written_with_a_syntax_error_are_reported_once_it_is_fixed(
         "</diagnostics>",
         "fixed 1 error in main.py",
     ]
+
+
+def test_what_the_api_returns_prints_as_the_answer(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a prompt, a report reads as `%lsp`'s answer (not a dataclass dump), in the words of
+    the request; it is still a `Report` with every field."""
+    monkeypatch.chdir(workspace)
+    main = workspace / "main.py"
+    clean = ipylsp.check(main)
+    assert repr(clean) == str(clean) == f"{main}: no new problems"
+    assert repr(ipylsp.check(main, before="")) == f"{main}: no problems"
+    main.write_text(MAIN + "count: int = 'x'\n")
+    report = ipylsp.check(main)
+    assert isinstance(report, Report) and report.files[0].display_path == "main.py"
+    block = "\n".join([
+        '<diagnostics file="main.py">',
+        "ERROR [5:14] Object of type `Literal[\"x\"]` is not assignable to `int` "
+        "[invalid-assignment] (ty)",
+        "</diagnostics>",
+    ])
+    assert repr(report) == ipylsp.format_report(report) == block
+    assert report == Report(report.files, report.root, report.notes, report.unknown)
+    assert dataclasses.replace(report, notes=("n",)).notes == ("n",)
+    bundle = report._repr_mimebundle_()  # type: ignore[attr-defined]
+    assert sorted(bundle) == sorted(["text/plain", "text/html",
+                                     "application/vnd.ipylsp.diagnostics+json"])
+    assert bundle["text/plain"] == block
+    assert repr(ipylsp.diagnostics(main)) == block
+    assert repr(ipylsp.diagnostics(workspace / "lib.py")) == "nothing checked yet"
+    assert repr(ipylsp.pending()) == block
+    assert repr(ipylsp.pending()) == "nothing pending"
+    hover = ipylsp.hover(main, 3, 9)
+    assert repr(hover) == str(hover) == "def area(\n    width: int,\n    height: int\n) -> int"
+    assert repr(ipylsp.definition(main, 3, 9)) == "lib.py:1:5"  # relative to the cwd
+    assert repr(ipylsp.definition(main, 2, 1)) == "(no definition)"
+
+
+def test_a_cut_pending_hand_over_says_so_and_keeps_the_rest(workspace: Path) -> None:
+    main = workspace / "main.py"
+    ipylsp.check(main)
+    main.write_text(MAIN + "".join(f"v{n}: int = 's{n}'\n" for n in range(12)))
+    ipylsp.check(main)
+    first = ipylsp.pending()
+    assert first.notes == ("... and 2 more pending: ipylsp.pending()",)
+    assert repr(first).endswith("\n... and 2 more pending: ipylsp.pending()")
+    second = ipylsp.pending()
+    assert second.notes == ()
+    handed = [d.range.start.line for r in (first, second) for f in r.files for d in f.diagnostics]
+    assert sorted(handed) == list(range(4, 16))  # every problem once
+    assert ipylsp.pending().files == ()

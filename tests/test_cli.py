@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ipylsp.cli import EXIT_CLEAN, EXIT_CLOSED_PIPE, EXIT_FAILURE, EXIT_PROBLEMS, main
-from ipylsp.lsp import installers, locate, registry
+from ipylsp.lsp import locate, registry
 from ipylsp.settings import Settings
 
 VENV_BIN = Path(sys.executable).parent
@@ -194,7 +194,7 @@ def test_check_missing_server_exits_2(ws: Path) -> None:
     assert lines[0] == '<diagnostics file="main.zig">' and lines[-1] == "</diagnostics>"
     [unknown] = lines[1:-1]
     assert unknown.startswith("UNKNOWN [zls] not installed (")
-    assert unknown.endswith(f"; {installers.install_hint(spec)}")
+    assert unknown.endswith(f"; {registry.install_hint(spec)}")
 
 
 def test_check_python_syntax_error_at_once(ws: Path) -> None:
@@ -240,30 +240,21 @@ def test_check_as_a_real_process(ws: Path) -> None:
 
 
 def test_status(ws: Path) -> None:
+    """What runs in any process, then the installed servers: the data dir is part of it."""
     code, out = run(ws, "status")
     assert code == EXIT_CLEAN
-    *rows, summary, running = out.splitlines()
-    assert running == "no server is running in any process"
-    specs = registry.all_specs()
-    assert [row.split()[0] for row in rows] == [spec.id for spec in specs]
-    installed = [row for row in rows if row.split()[1] == "installed"]
-    assert summary == f"{len(installed)} of {len(specs)} servers installed"
-    width = max(len(spec.id) for spec in specs)
-    ty_row = next(row for row in rows if row.split()[0] == "ty")
-    assert ty_row == f"{'ty':<{width}}  {'installed':<9}  {'python':<24}  {VENV_BIN}/ty server"
-    # pyright lives in ipylsp's data dir, which is empty here: missing, with the install hint.
-    if shutil.which("pyright-langserver") is None:
-        pyright = registry.get("pyright")
-        assert pyright is not None
-        row = next(row for row in rows if row.split()[0] == "pyright")
-        assert row == (
-            f"{'pyright':<{width}}  {'missing':<9}  {'python':<24}  "
-            f"{installers.install_hint(pyright)}"
-        )
+    data_dir = ws.parent / "data"
+    installed = [s.id for s in registry.all_specs() if locate.resolve_command(s, data_dir)]
+    assert {"ty", "ruff"} <= set(installed)
+    assert out.splitlines() == [
+        "no server running (servers start when a file is checked)",
+        f"installed: {', '.join(installed)}",
+    ]
 
 
 def test_status_lists_servers_running_in_other_services(ws: Path) -> None:
-    """A kernel's servers (here: a Service in this process) show in `ipylsp status`."""
+    """A kernel's servers (here: Services in this process, and a file another process left)
+    show in `ipylsp status`, aligned whatever the lengths."""
     from ipylsp.service.service import Service
     from ipylsp.settings import Settings
     from ipylsp.spec import InstallRecipe, ServerSpec
@@ -274,48 +265,78 @@ def test_status_lists_servers_running_in_other_services(ws: Path) -> None:
     settings = Settings(data_dir=ws.parent / "data", extra_specs=(fake,),
                         language_servers={"shellscript": ("fake",)})
     (ws / "a.sh").write_text("echo ok\n")
+    parent = os.getppid()  # a live process that is not this one
+    run_dir = ws.parent / "data" / "run"
+    run_dir.mkdir()
+    (run_dir / f"status-{parent}-1.json").write_text(json.dumps({"pid": parent, "servers": [
+        {"server": "typescript-language-server", "root": "/elsewhere", "state": "starting",
+         "detail": "indexing 3/10", "pid": None},
+    ]}))
     with Service(settings) as service:
         service.check(ws / "a.sh")
         (pid,) = service.server_pids()
         _, out = run(ws, "status")
-        assert out.splitlines()[-1] == (
-            f"fake  running  {ws}  pid {pid}  (process {os.getpid()})"
-        )
+        width, root = len("typescript-language-server"), max(len(str(ws)), len("/elsewhere"))
+        assert sorted(out.splitlines()[:2]) == [  # (in the order of the status files)
+            f"{'fake':<{width}}  running   {ws!s:<{root}}  pid {pid}  (this process)",
+            f"{'typescript-language-server':<{width}}  starting  {'/elsewhere':<{root}}"
+            f"  {'':<{len(f'pid {pid}')}}  {f'(process {parent})':<14}  indexing 3/10",
+        ]
     _, out = run(ws, "status")
-    assert out.splitlines()[-1] == "no server is running in any process"
+    assert out.splitlines()[0].startswith("typescript-language-server  starting  /elsewhere")
+    (run_dir / f"status-{parent}-1.json").unlink()
+    _, out = run(ws, "status")
+    assert out.splitlines()[0] == "no server running (servers start when a file is checked)"
 
 
 def test_list(ws: Path) -> None:
+    """One aligned table (`%lsp list` prints the same): id, installed or missing, languages
+    (long lists end in "…"), the command or how to install it."""
     code, out = run(ws, "list")
     assert code == EXIT_CLEAN
     data_dir = ws.parent / "data"
-    assert out.splitlines() == [
-        f"{spec.id}\t{','.join(spec.languages)}\t"
-        + ("installed" if locate.resolve_command(spec, data_dir) else "missing")
-        for spec in registry.all_specs()
-    ]
+    rows = out.splitlines()
+    assert [row.split()[0] for row in rows] == [spec.id for spec in registry.all_specs()]
+    width = max(len(spec.id) for spec in registry.all_specs())
+    assert f"{'ty':<{width}}  installed  {'python':<32}  {VENV_BIN}/ty server" in rows
+    typescript = next(row for row in rows if row.startswith("typescript "))
+    assert typescript.split()[2] == "typescript,typescriptreact,java…"
+    # every row's third column starts at the same place: the long TypeScript lists fit
+    assert len({row.index(row.split()[2], width) for row in rows}) == 1
+    if locate.resolve_command(registry.get("pyright"), data_dir) is None:  # type: ignore[arg-type]
+        pyright = next(row for row in rows if row.startswith("pyright "))
+        assert pyright.endswith(f"missing    {'python':<32}  ipylsp install pyright  "
+                                "# npm install pyright into ipylsp's data dir")
     code, out = run(ws, "list", "--installed")
     assert code == EXIT_CLEAN
-    rows = out.splitlines()
-    assert "ty\tpython\tinstalled" in rows and "ruff\tpython\tinstalled" in rows
-    assert all(row.endswith("\tinstalled") for row in rows)
-    # The data dir is part of the answer: pyright is installed only in the real one.
-    if shutil.which("pyright-langserver") is None:
-        assert not any(row.startswith("pyright\t") for row in rows)
+    installed = [row.split()[0] for row in out.splitlines()]
+    assert installed == [s.id for s in registry.all_specs() if locate.resolve_command(s, data_dir)]
+    assert {"ty", "ruff"} <= set(installed)
+    assert all(row.split()[1] == "installed" for row in out.splitlines())
 
 
 def test_which(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(ws, "which", "ty") == (EXIT_CLEAN, f"{VENV_BIN}/ty server\n")
     assert run(ws, "which", "ruff") == (EXIT_CLEAN, f"{VENV_BIN}/ruff server\n")
     if shutil.which("pyright-langserver") is None:
-        pyright = registry.get("pyright")
-        assert pyright is not None
         assert run(ws, "which", "pyright") == (
-            EXIT_FAILURE, f"pyright: not installed. {installers.install_hint(pyright)}\n",
+            EXIT_FAILURE,
+            "pyright: pyright-langserver not found (searched ipylsp's data dir, the kernel's "
+            "environment and PATH). ipylsp install pyright  # npm install pyright into "
+            "ipylsp's data dir\n",
         )
     assert run(ws, "which", "no-such-server") == (EXIT_FAILURE, "")
     assert capsys.readouterr().err == (
         "ipylsp: unknown server 'no-such-server' (see 'ipylsp list')\n"
+    )
+
+
+def test_install_bad_requests_exit_2(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(ws, "install") == (EXIT_FAILURE, "")
+    assert capsys.readouterr().err == "ipylsp install: name servers, or --all (see 'ipylsp list')\n"
+    assert run(ws, "install", "ruff", "nope") == (EXIT_FAILURE, "")
+    assert capsys.readouterr().err == (
+        "ipylsp install: unknown server(s): nope (see 'ipylsp list')\n"
     )
 
 
@@ -370,9 +391,29 @@ def test_head_of_status(ws: Path) -> None:
         shell=True, capture_output=True, text=True, timeout=60,
     )
     assert done.stderr == ""
-    assert [line.split()[:2] for line in done.stdout.splitlines()] == [
-        ["ty", "installed"], ["ruff", "installed"],
+    assert done.stdout.splitlines() == [
+        "no server running (servers start when a file is checked)", done.stdout.splitlines()[1]
     ]
+    assert done.stdout.splitlines()[1].startswith("installed: ty, ruff")
+
+
+def test_a_reader_that_leaves_after_one_line(ws: Path) -> None:
+    """A real pipe read one line at a time and closed while `ipylsp list` still writes (its
+    output made longer than the pipe's buffer by a long user-defined server list)."""
+    config = ws.parent / "many.json"
+    config.write_text(json.dumps({"IPyLSP": {"custom_servers": {
+        f"mine-{n:04}": {"command": [f"mine-{n}"], "languages": ["python"]}
+        for n in range(2000)
+    }}}))
+    process = subprocess.Popen(
+        [str(SCRIPT), "--data-dir", str(ws.parent / "data"), "--config", str(config), "list"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().split()[0] == b"ty"
+    process.stdout.close()
+    assert (process.wait(timeout=60), process.stderr.read()) == (EXIT_CLOSED_PIPE, b"")
+    process.stderr.close()
 
 
 # --- configuration and server choice ------------------------------------------------------------

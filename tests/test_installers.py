@@ -476,8 +476,7 @@ def test_pip_installs_never_leave_the_venv(tmp_path: Path, monkeypatch: pytest.M
     assert not names & {"PIP_USER", "PIP_TARGET", "PYTHONPATH"}
 
 
-def test_install_hint_is_reexported() -> None:
-    assert installers.install_hint is registry.install_hint
+def test_installable_means_a_pip_or_npm_recipe() -> None:
     assert installers.installable(_spec_of("ty"))
     assert not installers.installable(_spec_of("clangd"))
 

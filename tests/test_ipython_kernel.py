@@ -546,7 +546,7 @@ def test_server_still_starting_when_the_budget_ends(tmp_path: Path) -> None:
         assert text.startswith('<diagnostics file="b.py">\nUNKNOWN [slow] timed out after ')
         assert "still starting (initialize unanswered)" in text
         status = k.run("%lsp status").result or ""
-        assert status.startswith("slow             starting")
+        assert status.split()[:2] == ["slow", "starting"]
         k.run("%config IPyLSP.wait_budget = 10")
         up = k.run(  # waits on the start itself (no polling)
             "import ipylsp\nipylsp.get_service().start('c.py')\nprint(ipylsp.status()[0].state)"

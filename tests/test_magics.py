@@ -13,6 +13,7 @@ features against it, then stop/restart).
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import ipylsp
+from ipylsp.cli import main
 from ipylsp.lsp import locate, registry
 
 MIME = "application/vnd.ipylsp.diagnostics+json"
@@ -338,25 +340,39 @@ def test_top_level_help(shell: InteractiveShell, line: str) -> None:
 # -- answers --------------------------------------------------------------------------------------
 
 
-def test_status_before_any_server(shell: InteractiveShell) -> None:
-    assert lsp(shell, "status").text == (
-        "no server running (servers start when a cell writes a file)\n"
+def cli(workspace: Path, *argv: str) -> str:
+    """What `ipylsp ARGV` prints for the shell's data dir, in this environment."""
+    out = io.StringIO()
+    assert main(["--data-dir", str(workspace / "data"), *argv], out=out) == 0
+    return out.getvalue()
+
+
+def test_status_before_any_server(shell: InteractiveShell, workspace: Path) -> None:
+    text = lsp(shell, "status").text
+    assert text == (
+        "no server running (servers start when a file is checked)\n"
         f"installed: {', '.join(installed_here())}\n"
         "checking cell writes: on"
     )
+    assert cli(workspace, "status") == text.removesuffix("checking cell writes: on")
 
 
-def test_list(shell: InteractiveShell) -> None:
+def test_list_is_the_clis_table(shell: InteractiveShell, workspace: Path) -> None:
     here = installed_here()
     assert {"ty", "ruff"} <= set(here)
-    rows = [
-        f"{s.id:<28} {'installed' if s.id in here else 'missing':<9} {', '.join(s.languages)}"
-        for s in registry.all_specs()
+    text = lsp(shell, "list").text
+    assert text is not None and text + "\n" == cli(workspace, "list")
+    rows = text.splitlines()
+    assert [row.split()[:2] for row in rows] == [
+        [s.id, "installed" if s.id in here else "missing"] for s in registry.all_specs()
     ]
-    assert lsp(shell, "list").text == "\n".join(rows)
-    assert lsp(shell, "list --installed").text == "\n".join(
-        r for r in rows if r.split()[1] == "installed"
-    )
+    width = max(len(s.id) for s in registry.all_specs())
+    assert f"{'ty':<{width}}  installed  {'python':<32}  {VENV_BIN / 'ty'} server" in rows
+    installed = lsp(shell, "list --installed").text
+    assert installed is not None and installed + "\n" == cli(workspace, "list", "--installed")
+    assert [r.split() for r in installed.splitlines()] == [
+        r.split() for r in rows if r.split()[1] == "installed"
+    ]
 
 
 def test_which(shell: InteractiveShell) -> None:
@@ -390,12 +406,14 @@ def test_start_check_and_features(shell: InteractiveShell, workspace: Path) -> N
         f"ty: running (pid {pids['ty']}) for {ws}\nruff: running (pid {pids['ruff']}) for {ws}"
     )
     assert lsp(shell, "start README.md").text == "no server serves this file"
-    assert lsp(shell, "status").text == (
-        f"ty               running   {ws} pid {pids['ty']}\n"
-        f"ruff             running   {ws} pid {pids['ruff']}\n"
+    pid_width = max(len(str(pid)) for pid in pids.values())
+    status = (
+        f"ty    running  {ws}  pid {pids['ty']:<{pid_width}}  (this process)\n"
+        f"ruff  running  {ws}  pid {pids['ruff']:<{pid_width}}  (this process)\n"
         f"installed: {', '.join(installed_here())}\n"
-        "checking cell writes: on"
     )
+    assert lsp(shell, "status").text == status + "checking cell writes: on"
+    assert cli(workspace, "status") == status  # the same rows, from the kernel's status file
 
     # a cell writes app.py: reported by the hook
     with capture_output() as captured:
@@ -406,6 +424,8 @@ def test_start_check_and_features(shell: InteractiveShell, workspace: Path) -> N
 
     # check: nothing new against the last known text; everything with --all; --before FILE
     assert lsp(shell, "check app.py").text == "app.py: no new problems"
+    (ws / "clean.py").write_text("x = 1\n")
+    assert lsp(shell, "check clean.py --all").text == "clean.py: no problems"
     full = lsp(shell, "check app.py --all")
     assert full.text == f'<diagnostics file="app.py">\n{APP_ERROR}\n</diagnostics>'
     assert full.mime == sorted(["text/plain", "text/html", MIME])
@@ -467,8 +487,8 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path) -> None:
     pids = {row.server_id: row.pid for row in ipylsp.status()}
     assert lsp(shell, "stop ty").text == "stopped 1 server"
     assert lsp(shell, "status").text == (
-        f"ty               stopped   {ws}\n"
-        f"ruff             running   {ws} pid {pids['ruff']}\n"
+        f"ty    stopped  {ws}  {'':<{len(str(pids['ruff'])) + 4}}  (this process)\n"
+        f"ruff  running  {ws}  pid {pids['ruff']}  (this process)\n"
         f"installed: {', '.join(installed_here())}\n"
         "checking cell writes: on"
     )
@@ -480,7 +500,7 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path) -> None:
     assert lsp(shell, "restart").text == "restarted 1 server (they start on next use)"
     assert lsp(shell, "restart").text == "restarted 0 servers (they start on next use)"
     assert lsp(shell, "status").text == (
-        "no server running (servers start when a cell writes a file)\n"
+        "no server running (servers start when a file is checked)\n"
         f"installed: {', '.join(installed_here())}\n"
         "checking cell writes: on"
     )
@@ -525,8 +545,8 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path) -> None:
          "'loud' (choose from 'error', 'warning', 'all')"),
         ("which", "%lsp which: the following arguments are required: id"),
         ("which nope", "%lsp which: unknown server 'nope' (see %lsp list)"),
-        ("install", "%lsp install: name servers (see %lsp list), or --all"),
-        ("install ruff nope", "%lsp install: unknown server(s): nope"),
+        ("install", "%lsp install: name servers, or --all (see %lsp list)"),
+        ("install ruff nope", "%lsp install: unknown server(s): nope (see %lsp list)"),
         ("start", "%lsp start: the following arguments are required: path"),
     ],
 )

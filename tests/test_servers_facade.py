@@ -3,6 +3,7 @@ what `ipylsp list/status/which/install` and `%lsp list/status/which/install` pri
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from ipylsp.lsp import locate
+from ipylsp.lsp.installers import InstallResult
 from ipylsp.service import servers
+from ipylsp.service.service import Service
 from ipylsp.settings import Settings
 from ipylsp.spec import InstallRecipe, ServerSpec
 
@@ -65,8 +68,13 @@ def test_table_rows_user_servers_and_long_language_lists(
         "PATH). get it somewhere"
     )
     mine_line = next(line for line in str(table).splitlines() if line.startswith("mine "))
-    assert mine_line.split() == ["mine", "installed", "a" * 20 + "," + "b" * 10 + "…"]
+    assert mine_line.split() == [
+        "mine", "installed", "a" * 20 + "," + "b" * 10 + "…", str(tmp_path / "bin" / "mine-ls")
+    ]
     assert repr(table) == str(table) == table.format()
+    short = next(line for line in table.format(commands=False).splitlines()
+                 if line.startswith("mine "))
+    assert short.split() == mine_line.split()[:3]
     installed = [row for row in table.rows if row.installed]
     assert servers.table(settings, installed_only=True).rows == tuple(installed)
     assert by_id["mine"] in installed and by_id["ty"] not in installed
@@ -75,12 +83,11 @@ def test_table_rows_user_servers_and_long_language_lists(
 
 def test_unknown_ids_and_empty_installs_are_one_line_errors(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
-    unknown = r"^unknown server 'nope' \(see `ipylsp list`\)$"
-    with pytest.raises(servers.UnknownServer, match=unknown):
+    with pytest.raises(servers.UnknownServer, match=r"^unknown server 'nope'$"):
         servers.row(settings, "nope")
     with pytest.raises(servers.UnknownServer, match=r"^unknown server\(s\): nope, nada$"):
         servers.install_targets(settings, ["ty", "nope", "nada"])
-    with pytest.raises(ValueError, match=r"^name servers"):
+    with pytest.raises(ValueError, match=r"^name servers, or --all$"):
         servers.install_targets(settings, [])
     every = servers.install_targets(settings, [], install_all=True)
     assert {spec.install.kind for spec in every} == {"pip", "npm"}
@@ -106,10 +113,74 @@ open(path, "w").write("#!/bin/sh\\n")
 os.chmod(path, 0o755)
 """)
     monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), os.environ["PATH"]]))
-    settings = Settings(data_dir=tmp_path / "data", extra_specs=(_spec("one", "one-ls"),))
-    seen: list[tuple[str, str]] = []
-    [result] = servers.install(settings, servers.install_targets(settings, ["one"]),
-                               lambda server_id, line: seen.append((server_id, line)))
-    assert result.ok, result.message
-    assert ("one", "added 1 package") in seen
+    settings = Settings(data_dir=tmp_path / "data", extra_specs=(
+        _spec("one", "one-ls"), _spec("two", "two-ls", kind="path")
+    ))
+    seen: list[tuple[str, ...]] = []
+
+    class Recorder(servers.InstallProgress):
+        def started(self, spec: ServerSpec) -> None:
+            seen.append(("started", spec.id))
+
+        def output(self, server_id: str, line: str) -> None:
+            seen.append(("output", server_id, line))
+
+        def finished(self, result: InstallResult) -> None:
+            seen.append(("finished", result.server_id, str(result.ok)))
+
+    assert not servers.row(settings, "one").installed
+    one, two = Service(settings).install(["one", "two"], progress=Recorder())
+    assert one.ok and not two.ok, (one.message, two.message)
+    # each server in turn: started, its own output, finished
+    assert [e for e in seen if e[0] != "output"] == [
+        ("started", "one"), ("finished", "one", "True"),
+        ("started", "two"), ("finished", "two", "False"),
+    ]
+    first = seen[: seen.index(("finished", "one", "True"))]
+    assert ("output", "one", "added 1 package") in first
+    assert all(e[1] == "one" for e in first)
+    assert all(e[1] == "two" for e in seen[len(first) + 1:])
     assert servers.row(settings, "one").installed  # the locate cache was refreshed
+
+
+def test_status_rows_of_this_service_and_other_processes(tmp_path: Path) -> None:
+    """The asking service's rows come from its pool (its own status file is skipped, it may be
+    older); other services' and processes' from their files; a dead process's file is gone."""
+    from ipylsp.service.pool import SlotStatus
+    from ipylsp.service.statusfile import write_status
+
+    settings = Settings(data_dir=tmp_path / "data")
+    stale = SlotStatus("ty", tmp_path, "starting", "starting", None, 0, 0)
+    write_status(tmp_path / "data", 7, [stale])  # this service's last published rows
+    write_status(tmp_path / "data", 8, [  # another service of this process
+        SlotStatus("typescript-language-server", Path("/w"), "broken", "crashed 3 times", None,
+                   0, 0)
+    ])
+    run = tmp_path / "data" / "run"
+    parent = os.getppid()
+    (run / f"status-{parent}-1.json").write_text(json.dumps({"pid": parent, "servers": [
+        {"server": "ruff", "root": "/k", "state": "running", "detail": "running", "pid": 42}
+    ]}))
+    (run / "status-999999999-1.json").write_text(json.dumps({"pid": 999999999, "servers": [
+        {"server": "gone", "root": "/g", "state": "running", "detail": "", "pid": 1}
+    ]}))
+    own = [SlotStatus("ty", tmp_path, "running", "indexing 4/9", 11, 1, 0)]
+    table = servers.status(settings, own, own_token=7)
+    root = len(str(tmp_path))
+    this, other = "(this process)", f"(process {parent})"
+    owner = max(len(this), len(other))
+    assert str(table).splitlines()[:-1] == [
+        f"ty                          running  {tmp_path!s:<{root}}  pid 11  {this:<{owner}}"
+        "  indexing 4/9",
+        f"ruff                        running  {'/k':<{root}}  pid 42  {other}",
+        f"typescript-language-server  broken   {'/w':<{root}}          {this:<{owner}}"
+        "  crashed 3 times",
+    ]
+    assert not (run / "status-999999999-1.json").exists()
+    assert str(table).splitlines()[-1] == "installed: " + ", ".join(
+        row.server_id for row in servers.table(settings, installed_only=True).rows
+    )
+    assert repr(table) == str(table)
+    assert str(servers.status(Settings(data_dir=tmp_path / "empty"))).splitlines()[0] == (
+        "no server running (servers start when a file is checked)"
+    )

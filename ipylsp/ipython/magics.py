@@ -16,6 +16,9 @@ from ipylsp.ipython.display import ReportView, TextView, options_for
 from ipylsp.ipython.extension import CellChecks
 
 FEATURES = ("hover", "definition", "references", "completions")
+SEE_LIST = "(see %lsp list)"
+FAILURE_TAIL = 10
+"""Lines of a failed installer's output shown with its message."""
 
 
 class _HelpShown(Exception):
@@ -138,52 +141,36 @@ class LspMagics(Magics):
     # -- subcommands --------------------------------------------------------------------------
 
     def _status(self, args: argparse.Namespace) -> TextView:
-        from ipylsp.lsp import locate, registry
-
-        service = self.checks.service
-        lines = []
-        rows = service.status()
-        for row in rows:
-            pid = f" pid {row.pid}" if row.pid else ""
-            detail = f"  {row.detail}" if row.detail and row.detail != row.state else ""
-            lines.append(f"{row.server_id:<16} {row.state:<9} {row.root}{pid}{detail}")
-        if not rows:
-            lines.append("no server running (servers start when a cell writes a file)")
-        data = locate.data_dir(service.settings)
-        installed = [s.id for s in registry.all_specs() if locate.is_installed(s, data)]
-        lines.append(f"installed: {', '.join(installed) or 'none'}")
-        lines.append(f"checking cell writes: {'on' if self.checks.config.enabled else 'off'}")
-        return TextView("\n".join(lines))
+        status = self.checks.service.servers_status()  # `ipylsp status` prints the same
+        writes = "on" if self.checks.config.enabled else "off"
+        return TextView(f"{status}\nchecking cell writes: {writes}")
 
     def _list(self, args: argparse.Namespace) -> TextView:
-        from ipylsp.lsp import locate, registry
-
-        data = locate.data_dir(self.checks.service.settings)
-        lines = []
-        for spec in registry.all_specs():
-            installed = locate.is_installed(spec, data)
-            if args.installed and not installed:
-                continue
-            state = "installed" if installed else "missing"
-            lines.append(f"{spec.id:<28} {state:<9} {', '.join(spec.languages)}")
-        return TextView("\n".join(lines))
+        return TextView(str(self.checks.service.servers(installed_only=args.installed)))
 
     def _which(self, args: argparse.Namespace) -> TextView:
-        from ipylsp.lsp import locate, registry
+        from ipylsp.service.servers import UnknownServer
 
-        spec = registry.get(args.id)
-        if spec is None:
-            raise UsageError(f"%lsp which: unknown server {args.id!r} (see %lsp list)")
-        resolution = locate.resolve(spec, locate.data_dir(self.checks.service.settings))
-        if resolution.command is None:
-            reason = resolution.reason or "not installed"
-            return TextView(f"{spec.id}: {reason}. {registry.install_hint(spec)}")
-        return TextView(" ".join(resolution.command))
+        try:
+            return TextView(self.checks.service.which(args.id).which())
+        except UnknownServer as exc:
+            raise UsageError(f"%lsp which: {exc} {SEE_LIST}") from None
 
     def _install(self, args: argparse.Namespace) -> TextView:
-        from ipylsp.ipython.progress import run_installs
+        from ipylsp.ipython.progress import InstallLines, plain
 
-        return run_installs(self.checks.service.settings, args.ids, install_all=args.all)
+        try:
+            results = self.checks.service.install(
+                args.ids, install_all=args.all, progress=InstallLines()
+            )
+        except ValueError as exc:  # an unknown id, or none
+            raise UsageError(f"%lsp install: {exc} {SEE_LIST}") from None
+        lines: list[str] = []
+        for result in results:
+            if not result.ok:  # the message points at the installer's output: show its tail
+                lines.extend(f"  {plain(line)}" for line in result.output[-FAILURE_TAIL:])
+            lines.append(result.message)  # names the server already
+        return TextView("\n".join(lines))
 
     def _start(self, args: argparse.Namespace) -> TextView:
         started = self.checks.service.start(args.path)
@@ -217,8 +204,9 @@ class LspMagics(Magics):
             before = ""
         report = self.checks.service.check(args.path, before=before)
         overrides = {"severity": args.severity} if args.severity else {}
+        clean = "no problems" if args.all else "no new problems"  # the words of the request
         return ReportView(report, options_for(self.checks.config, **overrides),
-                          f"{args.path}: no new problems")
+                          f"{args.path}: {clean}")
 
     def _diagnostics(self, args: argparse.Namespace) -> ReportView:
         report = self.checks.service.diagnostics(args.path)
@@ -251,14 +239,13 @@ class LspMagics(Magics):
         return TextView(result.format(Path.cwd()))
 
     def _pending(self, args: argparse.Namespace) -> ReportView:
-        # The channel hands over what these options show and keeps the rest; the view then
-        # shows all of it (no second budget that could hide a problem handed over).
+        # The channel hands over what these options show and keeps the rest (its note says
+        # how many); the view then shows all of it (no second budget that could hide a
+        # problem handed over).
         from dataclasses import replace
 
         options = options_for(self.checks.config, severity="all")
-        report, left = self.checks.service.pending(options)
-        if left:
-            report = replace(report, notes=(f"... and {left} more pending: %lsp pending",))
+        report = self.checks.service.pending(options, again="%lsp pending")
         return ReportView(report, replace(options, max_report_chars=0), "nothing pending")
 
     def _on(self, args: argparse.Namespace) -> TextView:

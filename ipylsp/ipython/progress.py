@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from IPython.core.error import UsageError
+from ipylsp.service.servers import InstallProgress
 
-from ipylsp.ipython.display import TextView
-from ipylsp.settings import Settings
+if TYPE_CHECKING:
+    from ipylsp.lsp.installers import InstallResult
+    from ipylsp.spec import ServerSpec
 
 
 class ProgressLine:
@@ -30,44 +31,33 @@ class ProgressLine:
         if not force and now - self._last < self.min_interval:
             return
         self._last = now
-        text = f"{self.title}: {_plain(message)[:160]}"
+        text = f"{self.title}: {plain(message)[:160]}"
         if self._handle is not None:
             self._handle.update({"text/plain": text}, raw=True)
 
-    def callback(self) -> Callable[[str], None]:
-        return lambda line: self.update(line) if line.strip() else None
+
+class InstallLines(InstallProgress):
+    """An install as one progress line per server: its latest output line, then done or
+    FAILED."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, ProgressLine] = {}
+
+    def started(self, spec: ServerSpec) -> None:
+        self._lines[spec.id] = ProgressLine(f"installing {spec.id}")
+
+    def output(self, server_id: str, line: str) -> None:
+        if line.strip() and server_id in self._lines:
+            self._lines[server_id].update(line)
+
+    def finished(self, result: InstallResult) -> None:
+        if result.server_id in self._lines:
+            self._lines[result.server_id].update("done" if result.ok else "FAILED", force=True)
 
 
-_FAILURE_TAIL = 10
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x1f\x7f]")
 
 
-def _plain(line: str) -> str:
+def plain(line: str) -> str:
     """An installer's output line without colour codes or control characters."""
     return _CONTROL.sub("", line).strip()
-
-
-def run_installs(settings: Settings, ids: list[str], *, install_all: bool) -> TextView:
-    """Install servers with a progress line per server; the summary is the returned value."""
-    from ipylsp.lsp import installers, locate, registry
-
-    if install_all:
-        specs = [s for s in registry.all_specs() if installers.installable(s)]
-    else:
-        if not ids:
-            raise UsageError("%lsp install: name servers (see %lsp list), or --all")
-        unknown = [i for i in ids if registry.get(i) is None]
-        if unknown:
-            raise UsageError(f"%lsp install: unknown server(s): {', '.join(unknown)}")
-        specs = [s for i in ids if (s := registry.get(i)) is not None]
-    data = locate.data_dir(settings)
-    lines: list[str] = []
-    for spec in specs:
-        progress = ProgressLine(f"installing {spec.id}")
-        result = installers.install(spec, data, progress=progress.callback())
-        progress.update("done" if result.ok else "FAILED", force=True)
-        if not result.ok:  # the message points at the installer's output: show its tail
-            lines.extend(f"  {_plain(line)}" for line in result.output[-_FAILURE_TAIL:])
-        lines.append(result.message)  # names the server already
-    locate.invalidate()
-    return TextView("\n".join(lines))

@@ -27,14 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ipylsp.lsp import locate
-from ipylsp.lsp.registry import install_hint
 from ipylsp.spec import ServerSpec
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "InstallResult",
     "install",
-    "install_hint",
     "install_many",
     "installable",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 from pathlib import Path
 
-from ipylsp.lsp import installers, locate
+from ipylsp.lsp import installers
 from ipylsp.spec import ServerSpec
 
 
@@ -27,8 +27,9 @@ class AutoInstaller:
         """Start installing `spec` in the worker thread (once); say where that stands."""
         future = self.installs.get(spec.id)
         if future is None:
-            future = self._pool.submit(installers.install, spec, data_dir)
-            future.add_done_callback(lambda _: locate.invalidate())
+            from ipylsp.service.servers import install_one  # what every install goes through
+
+            future = self._pool.submit(install_one, spec, data_dir)
             self.installs[spec.id] = future
             return "installing now (install_strategy = auto); results from a later check"
         if not future.done():

@@ -64,6 +64,9 @@ class FeatureResult:
     def __str__(self) -> str:
         return self.format(Path.cwd())
 
+    def __repr__(self) -> str:  # `ipylsp.hover(...)` at a prompt reads as the answer
+        return self.format(Path.cwd())
+
 
 def _texts(path: Path) -> str | None:
     """Text of a file an answer points into (for its columns); None when unreadable."""

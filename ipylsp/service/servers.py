@@ -1,18 +1,24 @@
 """The servers ipylsp knows, as every surface shows them: one table of rows (installed or
-missing, with the command or how to install), `which`, and installs with progress.
+missing, with the command or how to install), `which`, the running servers of every process,
+and installs with progress.
 
-The facade's answer to "what can I run?": the CLI, the magics and the agent tools print
-these values rather than building rows of their own, so `ipylsp list` and `%lsp list` are
-one rendering and "installable" has one definition (`installers.installable`).
+The facade's answer to "what can I run, and what runs?": the CLI, the magics and the agent
+tools print these values rather than building rows of their own, so `ipylsp list` and
+`%lsp list` (and `ipylsp status` and `%lsp status`) are one rendering, and "installable" has
+one definition (`installers.installable`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ipylsp.lsp import installers, locate, registry
+from ipylsp.service.pool import SlotStatus
+from ipylsp.service.statusfile import read_status
 from ipylsp.settings import Settings
 from ipylsp.spec import ServerSpec
 
@@ -21,7 +27,8 @@ MAX_LANGUAGES = 32
 
 
 class UnknownServer(ValueError):
-    """A server id the registry and the user's configuration do not know."""
+    """A server id the registry and the user's configuration do not know (the message names
+    it; each surface adds where to look: `ipylsp list`, `%lsp list`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +75,34 @@ def _languages(row: ServerRow) -> str:
     return text if len(text) <= MAX_LANGUAGES else text[: MAX_LANGUAGES - 1] + "…"
 
 
-@dataclass(frozen=True, slots=True)
-class ServerTable:
+class _PrintsAsText:
+    """`str`, `repr` and IPython's display alike are `format()`: at a prompt the answer reads
+    as the CLI prints it."""
+
+    __slots__ = ()
+
+    def format(self) -> str:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.format()
+
+    def __repr__(self) -> str:
+        return self.format()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.format())
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ServerTable(_PrintsAsText):
     """Rows that print as an aligned table (`str`, `repr` and IPython's display alike)."""
 
     rows: tuple[ServerRow, ...]
 
-    def format(self, *, commands: bool = False) -> str:
-        """`id  state  languages` per row; with `commands`, the command or install hint too."""
+    def format(self, *, commands: bool = True) -> str:
+        """`id  state  languages  command-or-install-hint` per row (without `commands`, the
+        first three)."""
         cells = [
             [
                 r.server_id,
@@ -90,15 +117,6 @@ class ServerTable:
     def summary(self) -> str:
         installed = sum(1 for r in self.rows if r.installed)
         return f"{installed} of {len(self.rows)} servers installed"
-
-    def __str__(self) -> str:
-        return self.format()
-
-    def __repr__(self) -> str:
-        return self.format()
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.format())
 
 
 def _specs(settings: Settings) -> list[ServerSpec]:
@@ -126,7 +144,7 @@ def row(settings: Settings, server_id: str) -> ServerRow:
     for spec in _specs(settings):
         if spec.id == server_id:
             return _row(spec, settings)
-    raise UnknownServer(f"unknown server {server_id!r} (see `ipylsp list`)")
+    raise UnknownServer(f"unknown server {server_id!r}")
 
 
 def install_targets(
@@ -137,7 +155,7 @@ def install_targets(
         return [spec for spec in _specs(settings) if installers.installable(spec)]
     ids = list(ids)
     if not ids:
-        raise ValueError("name servers (see `ipylsp list`), or --all")
+        raise ValueError("name servers, or --all")
     specs = {spec.id: spec for spec in _specs(settings)}
     unknown = [i for i in ids if i not in specs]
     if unknown:
@@ -145,8 +163,37 @@ def install_targets(
     return [specs[i] for i in dict.fromkeys(ids)]
 
 
-InstallProgress = Callable[[str, str], None]
-"""Called with (server id, a line of the installer's output)."""
+class InstallProgress:
+    """What an install tells its caller as it goes (each method a no-op here): a surface
+    overrides what it shows (the CLI prints lines, a cell updates one line per server)."""
+
+    def started(self, spec: ServerSpec) -> None:
+        """`spec`'s install begins."""
+
+    def output(self, server_id: str, line: str) -> None:
+        """A line of the installer's output, as it arrives."""
+
+    def finished(self, result: installers.InstallResult) -> None:
+        """`result.server_id`'s install ended (`result.message` says how, naming it)."""
+
+
+def install_one(
+    spec: ServerSpec, data_dir: Path, progress: InstallProgress | None = None
+) -> installers.InstallResult:
+    """Install one server into `data_dir` (blocking: minutes for npm); where servers are is
+    looked up afresh afterwards."""
+    report = progress or InstallProgress()
+    report.started(spec)
+
+    def relay(line: str) -> None:
+        report.output(spec.id, line)
+
+    try:
+        result = installers.install(spec, data_dir, progress=relay)
+    finally:
+        locate.invalidate()
+    report.finished(result)
+    return result
 
 
 def install(
@@ -154,13 +201,63 @@ def install(
 ) -> list[installers.InstallResult]:
     """Install each server into ipylsp's data dir, in turn (blocking: minutes for npm)."""
     data = locate.data_dir(settings)
-    results = []
-    for spec in specs:
+    return [install_one(spec, data, progress) for spec in specs]
 
-        def relay(line: str, server_id: str = spec.id) -> None:
-            if progress is not None:
-                progress(server_id, line)
 
-        results.append(installers.install(spec, data, progress=relay))
-    locate.invalidate()
-    return results
+# -- what runs ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunningRow:
+    """A server some process runs (or found broken, or stopped) for one workspace root."""
+
+    server_id: str
+    state: str
+    root: str
+    pid: int | None
+    owner: int | None
+    """The process that runs it (a kernel); None when unknown."""
+    detail: str = ""
+
+    def cells(self) -> list[str]:
+        owner = ("this process" if self.owner == os.getpid()
+                 else f"process {self.owner}" if self.owner is not None else "")
+        return [
+            self.server_id,
+            self.state,
+            self.root,
+            f"pid {self.pid}" if self.pid else "",
+            f"({owner})" if owner else "",
+            self.detail if self.detail not in ("", self.state) else "",
+        ]
+
+
+NOTHING_RUNS = "no server running (servers start when a file is checked)"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class StatusTable(_PrintsAsText):
+    """Running servers of every process (aligned), then the installed ones."""
+
+    running: tuple[RunningRow, ...]
+    installed: tuple[str, ...]
+
+    def format(self) -> str:
+        rows = format_columns([row.cells() for row in self.running]) or NOTHING_RUNS
+        return f"{rows}\ninstalled: {', '.join(self.installed) or 'none'}"
+
+
+def status(
+    settings: Settings, own: Sequence[SlotStatus] = (), own_token: int | None = None
+) -> StatusTable:
+    """`own`: the asking service's rows (fresher than its status file, which is skipped by
+    `own_token`); then what other services and processes (kernels) published."""
+    pid = os.getpid()
+    rows = [RunningRow(r.server_id, r.state, str(r.root), r.pid, pid, r.detail) for r in own]
+    for found in read_status(locate.data_dir(settings), skip_token=own_token):
+        rows.append(RunningRow(
+            str(found.get("server")), str(found.get("state")), str(found.get("root")),
+            found.get("pid"), found.get("owner"), str(found.get("detail") or ""),
+        ))
+    installed = tuple(row.server_id for row in table(settings, installed_only=True).rows)
+    return StatusTable(tuple(rows), installed)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
 from ipylsp.analysis.report import FormatOptions
@@ -34,6 +34,10 @@ from ipylsp.service.pending import PendingChannel
 from ipylsp.service.pool import ClientPool, SlotStatus
 from ipylsp.service.reports import display_path, display_root
 from ipylsp.settings import Settings
+
+if TYPE_CHECKING:  # servers (and installers) are imported on first use, off the check path
+    from ipylsp.lsp.installers import InstallResult
+    from ipylsp.service.servers import InstallProgress, ServerRow, ServerTable, StatusTable
 
 log = logging.getLogger(__name__)
 
@@ -251,11 +255,22 @@ class Service:
                 data_dir(self._settings), id(self), self.status() if rows is None else rows
             )
 
-    def pending(self, options: FormatOptions | None = None) -> tuple[Report, int]:
+    def pending(
+        self, options: FormatOptions | None = None, *, again: str = "ipylsp.pending()"
+    ) -> Report:
         """Problems introduced by writes and not yet handed over, newest writes first (10 per
-        file, 30 in all; with `options`, what a report rendered with them shows), and how
-        many stay pending for the next call. Only what is handed over is forgotten."""
-        return self._pending.take(options=options)
+        file, 30 in all; with `options`, what a report rendered with them shows). Only what is
+        handed over is forgotten: a cut hand-over's note says how many stay pending for the
+        next call, and `again` is how to make it (`%lsp pending`)."""
+        report, left = self._pending.take(options=options)
+        if left:
+            report = replace(report, notes=(*report.notes, f"... and {left} more pending: {again}"))
+        return report
+
+    @property
+    def pending_count(self) -> int:
+        """Problems introduced by writes and not yet handed over."""
+        return len(self._pending)
 
     @property
     def thread_ident(self) -> int | None:
@@ -313,6 +328,43 @@ class Service:
                 )
             )
         return Report(files=tuple(files), root=_common_root(f.path for f in files))
+
+    # -- servers: what there is, what runs, installs -------------------------------------------
+
+    def servers(self, *, installed_only: bool = False) -> ServerTable:
+        """Every server ipylsp knows (the user's own too): installed with its command, or
+        missing with how to install it."""
+        from ipylsp.service.servers import table
+
+        return table(self._settings, installed_only=installed_only)
+
+    def which(self, server_id: str) -> ServerRow:
+        """One server's row (`.which()`: its command, or why none); `UnknownServer`."""
+        from ipylsp.service.servers import row
+
+        return row(self._settings, server_id)
+
+    def servers_status(self) -> StatusTable:
+        """Running, starting, broken and stopped servers of this service and of every other
+        live process (kernels), then the installed ones."""
+        from ipylsp.service.servers import status
+
+        return status(self._settings, self.status(), own_token=id(self))
+
+    def install(
+        self,
+        ids: Iterable[str] = (),
+        *,
+        install_all: bool = False,
+        progress: InstallProgress | None = None,
+    ) -> list[InstallResult]:
+        """Install servers into ipylsp's data dir, in turn (blocking: minutes for npm), telling
+        `progress` as each goes; `UnknownServer`/`ValueError` (one line) for a bad request.
+        `install_all`: every server with a pip or npm recipe."""
+        from ipylsp.service.servers import install, install_targets
+
+        targets = install_targets(self._settings, ids, install_all=install_all)
+        return install(self._settings, targets, progress)
 
     # -- control ------------------------------------------------------------------------------
 

@@ -69,10 +69,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def read_status(data_dir: Path) -> list[dict[str, Any]]:
-    """Rows of every live process's status file, each with its owner's pid as `owner`."""
+def read_status(data_dir: Path, *, skip_token: int | None = None) -> list[dict[str, Any]]:
+    """Rows of every live process's status file, each with its owner's pid as `owner`;
+    `skip_token`: not this process's file of that token (a service reading its own rows)."""
     rows: list[dict[str, Any]] = []
+    skip = None if skip_token is None else _file(data_dir, skip_token)
     for path in sorted((data_dir / "run").glob("status-*.json")):
+        if path == skip:
+            continue
         try:
             content = json.loads(path.read_text())
             owner = int(content["pid"])
