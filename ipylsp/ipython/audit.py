@@ -156,6 +156,8 @@ class CellRecorder:
     """The audit listener of one cell: the kernel's writes, and whether it spawned a child.
 
     - `rules` and `accepts(path)`: which canonical paths count (others are ignored at once).
+      `rules` may be a function that makes them: it is called at the cell's first write or
+      spawn, so a cell that writes nothing never computes its workspace roots.
     - `on_spawn()`: called (from the hook, before the child exists) at each spawn; the first
       note it returns is kept in `notes`.
     - `child_touched(path)`: whether a child of this cell changed `path` already; then the
@@ -165,7 +167,7 @@ class CellRecorder:
 
     def __init__(
         self,
-        rules: PathRules,
+        rules: PathRules | Callable[[], PathRules],
         *,
         accepts: Callable[[str], bool],
         on_spawn: Callable[[], str | None],
@@ -174,7 +176,7 @@ class CellRecorder:
         max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
         max_before_bytes: int = MAX_BEFORE_BYTES,
     ) -> None:
-        self.rules = rules
+        self._rules = rules
         self.accepts = accepts
         self.on_spawn = on_spawn
         self.child_touched = child_touched
@@ -189,6 +191,12 @@ class CellRecorder:
         self.budget = max_before_bytes
         self._parents: dict[str, str] = {}  # directory -> realpath
         self._absolute: dict[str, str] = {}  # absolute path as given -> canonical
+
+    @property
+    def rules(self) -> PathRules:
+        if not isinstance(self._rules, PathRules):
+            self._rules = self._rules()
+        return self._rules
 
     # -- audit listener ------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ reads it); files over `max_text_bytes` (2 MiB) are reported with an unknown befo
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -171,18 +172,20 @@ class WriteWatcher:
         """Start recording (``pre_run_cell``). A cell already being recorded is discarded."""
         if self._cell is not None:
             self._stop(self._cell)
-        roots = self._current_roots()
+        # The roots (a getcwd and a walk up to the workspace) are the cell's first write's or
+        # spawn's business: most cells do neither, and they run on every cell.
+        roots = functools.cache(self._current_roots)
         notes: list[str] = []
         if self.tracker is not None:
             try:
                 self.tracker.idle()  # inotify: keep watches in step with the tree
             except Exception as exc:
                 notes.append(self._broken(exc))
-            self._check_failed(_outermost(roots))
+            self._check_failed(_outermost(roots()))
         cell = CellRecorder(
-            PathRules(roots, self.skip_dirs),
+            lambda: PathRules(roots(), self.skip_dirs),
             accepts=self.accepts,
-            on_spawn=lambda: self._arm(roots),
+            on_spawn=lambda: self._arm(roots()),
             child_touched=self._child_touched,
             ignored_threads=self.ignored_threads,
             max_text_bytes=self.max_text_bytes,
