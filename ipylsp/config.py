@@ -13,8 +13,7 @@ from typing import Any, cast
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
-from ipylsp.lsp.roots import WORKSPACE_MARKERS
-from ipylsp.settings import InstallStrategy, Settings, SeverityFilter
+from ipylsp.settings import WORKSPACE_MARKERS, InstallStrategy, Settings, SeverityFilter
 from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
 
 
@@ -127,6 +126,7 @@ class IPyLSP(Configurable):
             idle_timeout=float(self.idle_timeout),
             max_open_documents=int(self.max_open_documents),
             data_dir=Path(self.data_dir).expanduser() if self.data_dir else None,
+            workspace_markers=tuple(str(m) for m in self.workspace_markers),
         )
 
 

@@ -23,6 +23,48 @@ DEFAULT_LANGUAGE_SERVERS: Mapping[str, tuple[str, ...]] = {
     "python": ("ty|basedpyright|pyright", "ruff"),
 }
 
+WORKSPACE_MARKERS: tuple[str, ...] = (
+    ".git",
+    ".hg",
+    ".jj",
+    ".svn",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "Pipfile",
+    "ty.toml",
+    "pyrightconfig.json",
+    "package.json",
+    "tsconfig.json",
+    "jsconfig.json",
+    "deno.json",
+    "Cargo.toml",
+    "go.mod",
+    "go.work",
+    "CMakeLists.txt",
+    "compile_commands.json",
+    "meson.build",
+    "Makefile",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "settings.gradle.kts",
+    "mix.exs",
+    "composer.json",
+    "Gemfile",
+    "build.zig",
+    "dune-project",
+    "stack.yaml",
+    "cabal.project",
+    "flake.nix",
+    ".ipylsp",
+)
+"""What makes a directory a project (`lsp.roots.workspace_gate`) when it is not in a git
+worktree; `Settings.workspace_markers` by default. Here, at the bottom, so settings need not
+import `lsp`."""
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -68,3 +110,6 @@ class Settings:
     install_strategy: InstallStrategy = "manual"
     data_dir: Path | None = None
     """Where ipylsp installs servers; None means the platformdirs user data dir."""
+    workspace_markers: tuple[str, ...] = WORKSPACE_MARKERS
+    """Files that make a directory a workspace besides a git worktree: paths in reports are
+    shown relative to it, and servers are never rooted above it."""

@@ -28,51 +28,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ipylsp.lsp.dircache import DirCache
+from ipylsp.settings import WORKSPACE_MARKERS
 
 MAX_DEPTH = 64
 """Most directory levels a walk climbs."""
 
 GIT_MARKER = ".git"
 
-WORKSPACE_MARKERS: tuple[str, ...] = (
-    ".git",
-    ".hg",
-    ".jj",
-    ".svn",
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-    "requirements.txt",
-    "Pipfile",
-    "ty.toml",
-    "pyrightconfig.json",
-    "package.json",
-    "tsconfig.json",
-    "jsconfig.json",
-    "deno.json",
-    "Cargo.toml",
-    "go.mod",
-    "go.work",
-    "CMakeLists.txt",
-    "compile_commands.json",
-    "meson.build",
-    "Makefile",
-    "pom.xml",
-    "build.gradle",
-    "build.gradle.kts",
-    "settings.gradle",
-    "settings.gradle.kts",
-    "mix.exs",
-    "composer.json",
-    "Gemfile",
-    "build.zig",
-    "dune-project",
-    "stack.yaml",
-    "cabal.project",
-    "flake.nix",
-    ".ipylsp",
-)
-"""What makes a directory a project for `workspace_gate` when it is not in a git worktree."""
+__all__ = ["WORKSPACE_MARKERS"]
 
 _cache: DirCache[str | None] = DirCache(limit=4096)
 

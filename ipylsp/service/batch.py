@@ -26,7 +26,7 @@ from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.service import others
 from ipylsp.service.checker import Checker, FilePlan, ServerOutcome
 from ipylsp.service.pool import Slot
-from ipylsp.service.reports import display_path, display_root, merge_reports
+from ipylsp.service.reports import display_path, merge_reports
 from ipylsp.spec import ServerSpec
 
 log = logging.getLogger(__name__)
@@ -188,7 +188,7 @@ async def check(
     if answered and written:
         elsewhere = await others.rediagnose(
             checker.known, paths, list(answered.values()), deadline,
-            only_imports=len(created) == len(events),
+            shown_root=checker.shown_root, only_imports=len(created) == len(events),
         )
         result.files.extend(sorted(elsewhere, key=lambda f: natural_key(f.display_path)))
     result.files = merge_reports(result.files)
@@ -255,7 +255,7 @@ class Lookups:
 
     def display_root(self, path: Path) -> Path | None:
         if path.parent not in self._roots:
-            self._roots[path.parent] = display_root(path)
+            self._roots[path.parent] = self._checker.shown_root(path)
         return self._roots[path.parent]
 
     def specs(self, plan: FilePlan) -> list[ServerSpec]:

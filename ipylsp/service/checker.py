@@ -124,7 +124,7 @@ class Checker:
         )
         return FilePlan(
             path, language_id, new_text, disk_text, before_text, known, content is not None,
-            syntax, held_back, shown_root if shown_root is not None else display_root(path),
+            syntax, held_back, shown_root if shown_root is not None else self.shown_root(path),
         )
 
     def specs(self, plan: FilePlan) -> list[ServerSpec]:
@@ -268,11 +268,15 @@ class Checker:
             spec = ServerSpec(id=role, name=role, languages=(language_id,), command=(role,),
                               install=InstallRecipe("path"))
             unknown = self._unknown(
-                spec, display_root(path) or path.parent, UnknownReason.FAILED,
+                spec, self.shown_root(path) or path.parent, UnknownReason.FAILED,
                 f"no server named {role!r} (IPyLSP.language_servers; see `ipylsp list`)",
             )
             outcomes.append(ServerOutcome(spec, None, None, before_text, unknown=unknown))
         return outcomes
+
+    def shown_root(self, path: Path) -> Path | None:
+        """The workspace `path` is shown relative to, and servers are rooted within."""
+        return display_root(path, self.settings.workspace_markers)
 
     def installed(self, spec: ServerSpec) -> bool:
         return locate.is_installed(spec, locate.data_dir(self.settings))
@@ -286,7 +290,7 @@ class Checker:
         `gate`: the path's `display_root`, when the caller knows it already."""
         data = locate.data_dir(self.settings)
         resolution = locate.resolve(spec, data)
-        gate = gate if gate is not None else display_root(path)
+        gate = gate if gate is not None else self.shown_root(path)
         if resolution.command is None:
             detail = resolution.reason or f"{spec.command[0]} not found"
             if self.settings.install_strategy == "auto" and installers.installable(spec):
@@ -303,7 +307,7 @@ class Checker:
     def running_for(self, path: Path) -> list[tuple[str, LanguageClient]]:
         """(server id, client) of the running servers that serve `path` (none are started)."""
         found = []
-        gate = display_root(path)
+        gate = self.shown_root(path)
         for spec in registry.servers_for(path, self.settings, self.installed):
             root = roots.find_root(path, spec.root_markers, git_worktree=gate)
             slot = self.pool.find(spec.id, root)

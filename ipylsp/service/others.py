@@ -29,7 +29,7 @@ from ipylsp.lsp.client import (
 from ipylsp.lsp.documents import path_to_uri
 from ipylsp.service.baseline import KnownFile
 from ipylsp.service.pool import ClientPool
-from ipylsp.service.reports import display_root, file_report, merge_reports
+from ipylsp.service.reports import file_report, merge_reports
 
 MAX_OTHER_FILES = 10
 
@@ -90,12 +90,14 @@ async def rediagnose(
     answered: Iterable[tuple[str, LanguageClient]],
     deadline: float,
     *,
+    shown_root: Callable[[Path], Path | None],
     only_imports: bool = False,
 ) -> list[FileReport]:
     """Re-diagnose other open documents whose results we know; report what broke there.
 
     Once per batch: `batch` holds the files the check wrote (each had its own diagnostics),
-    `answered` the (server id, client) of each server that answered for them. `known` is
+    `answered` the (server id, client) of each server that answered for them; `shown_root`
+    gives a file's workspace (`Checker.shown_root`). `known` is
     ordered by last check. All at once: a push server rebuilds each document (twice, see
     `fresh`), and servers build documents in parallel. `only_imports`: the batch only
     created files, which can fix another file's unresolved imports but not break it: files
@@ -126,7 +128,9 @@ async def rediagnose(
                 about_imports(d) for d in other_known.results[server_id]
             ):
                 continue
-            jobs.append(_other_file(client, server_id, other, other_known, deadline))
+            jobs.append(
+                _other_file(client, server_id, other, other_known, shown_root(other), deadline)
+            )
     reports = await asyncio.gather(*jobs)
     return merge_reports([report for report in reports if report is not None])
 
@@ -161,6 +165,7 @@ async def _other_file(
     server_id: str,
     other: Path,
     known: KnownFile,
+    root: Path | None,
     deadline: float,
 ) -> FileReport | None:
     language_id = languages.language_id(other) or "plaintext"
@@ -175,6 +180,6 @@ async def _other_file(
     if not (result.introduced or result.fixed):
         return None
     report = file_report(
-        other, display_root(other), result.introduced, now, result.fixed, (), (server_id,)
+        other, root, result.introduced, now, result.fixed, (), (server_id,)
     )
     return replace(report, elsewhere=True)

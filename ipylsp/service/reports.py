@@ -14,8 +14,9 @@ from ipylsp.analysis.model import Diagnostic, FileReport, Unknown
 from ipylsp.lsp import roots
 
 
-def display_root(path: Path) -> Path | None:
-    return roots.workspace_gate(path)
+def display_root(path: Path, markers: tuple[str, ...]) -> Path | None:
+    """The workspace `path` is shown relative to (`Settings.workspace_markers`)."""
+    return roots.workspace_gate(path, markers)
 
 
 def display_path(path: Path, root: Path | None) -> str:

@@ -148,7 +148,7 @@ class Service:
                 files=[
                     FileReport(
                         path=f.path,
-                        display_path=_shown(f.path),
+                        display_path=_shown(f.path, self._settings.workspace_markers),
                         unknown=(Unknown("ipylsp", UnknownReason.TIMED_OUT, "check timed out"),),
                     )
                     for f in files
@@ -166,7 +166,7 @@ class Service:
             )
         report = Report(
             files=tuple(result.files),
-            root=_common_root(r.path for r in result.files),
+            root=_common_root((r.path for r in result.files), self._settings.workspace_markers),
             notes=tuple(notes),
             unknown=tuple(result.unknown),
         )
@@ -225,7 +225,7 @@ class Service:
                 files=[
                     FileReport(
                         path=f.path,
-                        display_path=_shown(f.path),
+                        display_path=_shown(f.path, self._settings.workspace_markers),
                         unknown=(Unknown("ipylsp", UnknownReason.FAILED, repr(exc)),),
                     )
                     for f in files
@@ -321,13 +321,14 @@ class Service:
             files.append(
                 FileReport(
                     path=item,
-                    display_path=_shown(item),
+                    display_path=_shown(item, self._settings.workspace_markers),
                     diagnostics=everything,
                     current=everything,
                     servers=tuple(entry.results),
                 )
             )
-        return Report(files=tuple(files), root=_common_root(f.path for f in files))
+        markers = self._settings.workspace_markers
+        return Report(files=tuple(files), root=_common_root((f.path for f in files), markers))
 
     # -- servers: what there is, what runs, installs -------------------------------------------
 
@@ -432,14 +433,14 @@ class Service:
         self.close()
 
 
-def _shown(path: Path) -> str:
+def _shown(path: Path, markers: tuple[str, ...]) -> str:
     """As reports show a path: relative to its workspace root, absolute outside one."""
-    return display_path(path, display_root(path))
+    return display_path(path, display_root(path, markers))
 
 
-def _common_root(paths: Iterable[Path]) -> Path | None:
+def _common_root(paths: Iterable[Path], markers: tuple[str, ...]) -> Path | None:
     """The workspace root of every path, when they share one (a report's `root`)."""
-    found = {display_root(path) for path in paths}
+    found = {display_root(path, markers) for path in paths}
     return found.pop() if len(found) == 1 else None
 
 
