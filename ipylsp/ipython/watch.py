@@ -53,18 +53,14 @@ import os
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ipylsp.ipython import audit
 from ipylsp.ipython.audit import MAX_BEFORE_BYTES, CellRecorder
-from ipylsp.ipython.fswatch import (
-    ChildChanges,
-    ChildTracker,
-    InotifyTracker,
-    ScanTracker,
-    TrackerUnavailable,
-)
 from ipylsp.ipython.skip import DEFAULT_MAX_TEXT_BYTES, SKIP_DIRS, FileState, PathRules, read_file
+
+if TYPE_CHECKING:  # the trackers are imported with the first child a cell spawns
+    from ipylsp.ipython.fswatch import ChildChanges, ChildTracker
 
 WriteKind = Literal["kernel", "child"]
 ChildMode = Literal["auto", "inotify", "scan", "off"]
@@ -225,6 +221,8 @@ class WriteWatcher:
 
         With inotify this walks the roots and adds the watches (the one-time cost).
         """
+        from ipylsp.ipython.fswatch import InotifyTracker, TrackerUnavailable
+
         roots = _outermost(self._current_roots())
         tracker = self._ensure_tracker(roots)
         if isinstance(tracker, InotifyTracker):
@@ -258,6 +256,8 @@ class WriteWatcher:
         self._failed_roots = None
 
     def _ensure_tracker(self, roots: tuple[str, ...]) -> ChildTracker | None:
+        from ipylsp.ipython.fswatch import InotifyTracker, ScanTracker, TrackerUnavailable
+
         if self._failed_roots is not None and roots != self._failed_roots:
             self._reset_tracking()  # other roots now: the preferred tracker may work again
         if self.tracker is not None or self._child_off is not None:
@@ -276,6 +276,8 @@ class WriteWatcher:
 
     def _fallback(self, reason: str, roots: tuple[str, ...]) -> str:
         """The tracker gave up on these roots: scan instead (auto mode), else stop."""
+        from ipylsp.ipython.fswatch import InotifyTracker, ScanTracker
+
         was_inotify = isinstance(self.tracker, InotifyTracker)
         if self.tracker is not None:
             self.tracker.close()
@@ -303,6 +305,8 @@ class WriteWatcher:
 
     def _arm(self, cell_roots: tuple[str, ...]) -> str | None:
         """The cell is about to spawn a child (called from the audit hook). A note, or None."""
+        from ipylsp.ipython.fswatch import TrackerUnavailable
+
         roots = _outermost(cell_roots)
         tracker = self._ensure_tracker(roots)
         if tracker is None:
