@@ -1,4 +1,5 @@
-"""Texts and diagnostics the service already knows, for baselines that roll forward.
+"""Where a baseline text comes from when the service does not know it (`known`): the file on
+disk, its git HEAD version.
 
 The baseline of a write is the text before it: given by the caller, else the last text the
 service saw for the file, else the file's git HEAD version, else empty (a new file).
@@ -7,22 +8,9 @@ service saw for the file, else the file's git HEAD version, else empty (a new fi
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ipylsp.analysis.model import Diagnostic
-
 MAX_FILE_BYTES = 8 * 1024 * 1024
-
-
-@dataclass
-class KnownFile:
-    """The last text checked for a path and what each server said about exactly that text."""
-
-    text: str
-    results: dict[str, tuple[Diagnostic, ...]] = field(default_factory=dict)
-    missed: dict[str, str] = field(default_factory=dict)
-    """Servers that did not answer for `text`: the text their next delta starts from."""
 
 
 class TextTooLarge(Exception):

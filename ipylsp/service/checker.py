@@ -23,7 +23,8 @@ from ipylsp.lsp import installers, languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.service import tiers
 from ipylsp.service.autoinstall import AutoInstaller
-from ipylsp.service.baseline import KnownFile, git_head_text, read_text
+from ipylsp.service.baseline import git_head_text, read_text
+from ipylsp.service.known import KnownFile, KnownFiles
 from ipylsp.service.pool import ClientPool, Slot
 from ipylsp.service.reports import display_path, display_root, file_report, merge_reports
 from ipylsp.settings import Settings
@@ -32,10 +33,6 @@ from ipylsp.spec import InstallRecipe, ServerSpec
 __all__ = ["Checker", "FilePlan", "ServerOutcome", "display_path", "merge_reports"]
 
 log = logging.getLogger(__name__)
-
-MAX_KNOWN_FILES = 2000
-"""Files whose last text and results are kept as baselines; older ones fall back to git HEAD."""
-
 
 @dataclass(eq=False)
 class ServerOutcome:
@@ -85,7 +82,7 @@ class Checker:
     def __init__(self, settings: Settings, pool: ClientPool) -> None:
         self.settings = settings
         self.pool = pool
-        self.known: dict[Path, KnownFile] = {}
+        self.known = KnownFiles()
         self._reported_unknown: set[tuple[str, Path, UnknownReason]] = set()
         self._auto = AutoInstaller()
 
@@ -189,7 +186,7 @@ class Checker:
         if plan.language_id is None:
             return file_report(plan.path, shown_root, (), (), (), (), ())
         if plan.deleted:  # a move or a delete fixes nothing (see `batch.moves`)
-            self.known.pop(plan.path, None)
+            self.known.forget(plan.path)
             serving = registry.servers_for(plan.path, self.settings, self.installed)
             return file_report(
                 plan.path, shown_root, (), (), (), (), tuple(s.id for s in serving)
@@ -215,12 +212,11 @@ class Checker:
     def late_report(self, plan: FilePlan, outcome: ServerOutcome) -> FileReport | None:
         """A server's answer that came after its check returned: its delta, and the file's
         known results brought up to date; None when a newer check has moved on."""
-        known = self.known.get(plan.path)
-        server_id = outcome.spec.id
-        if known is None or known.text != plan.new_text or server_id not in known.missed:
+        known = self.known.catch_up(
+            plan.path, plan.new_text, outcome.spec.id, outcome.current
+        )
+        if known is None:
             return None
-        del known.missed[server_id]
-        known.results[server_id] = outcome.current
         result = delta_mod.compute_delta(
             outcome.before_text, plan.new_text or "", outcome.baseline, outcome.current
         )
@@ -370,18 +366,15 @@ class Checker:
         """The new text becomes the baseline; a server that did not answer keeps the text it
         last answered for (or the first one it missed), so it catches up on everything later."""
         if new_text is None:
-            self.known.pop(path, None)
+            self.known.forget(path)
             return
-        results = {o.spec.id: o.current for o in outcomes if o.unknown is None}
-        missed = {o.spec.id: o.before_text for o in outcomes if o.unknown is not None}
-        if known is not None:  # servers not asked this time (held back by a syntax error)
-            asked = {o.spec.id for o in outcomes}
-            for server_id in {*known.results, *known.missed} - asked:
-                missed[server_id] = known.missed.get(server_id, known.text)
-        self.known.pop(path, None)  # `known` is ordered by last check: see `others.rediagnose`
-        self.known[path] = KnownFile(new_text, results, missed)
-        while len(self.known) > MAX_KNOWN_FILES:  # forget the least recently checked texts
-            del self.known[next(iter(self.known))]
+        self.known.record(
+            path,
+            new_text,
+            {o.spec.id: o.current for o in outcomes if o.unknown is None},
+            {o.spec.id: o.before_text for o in outcomes if o.unknown is not None},
+            frozenset(o.spec.id for o in outcomes),
+        )
 
     async def _restore(self, client: LanguageClient, plan: FilePlan, deadline: float) -> None:
         """After a preflight, the server sees the disk text again (no file: not open)."""

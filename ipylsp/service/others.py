@@ -27,7 +27,7 @@ from ipylsp.lsp.client import (
     LanguageClient,
 )
 from ipylsp.lsp.documents import path_to_uri
-from ipylsp.service.baseline import KnownFile
+from ipylsp.service.known import KnownFile, KnownFiles
 from ipylsp.service.pool import ClientPool
 from ipylsp.service.reports import file_report, merge_reports
 
@@ -54,7 +54,7 @@ async def announce(
             continue
 
 
-def file_event(path: Path, known: dict[Path, KnownFile], before: str = "") -> int:
+def file_event(path: Path, known: KnownFiles, before: str = "") -> int:
     """The event for a written file: deleted, changed (known, or it had a text before),
     else created."""
     if not path.exists():
@@ -85,7 +85,7 @@ async def sync_written(pool: ClientPool, texts: Mapping[Path, str | None]) -> No
 
 
 async def rediagnose(
-    known: dict[Path, KnownFile],
+    known: KnownFiles,
     batch: frozenset[Path],
     answered: Iterable[tuple[str, LanguageClient]],
     deadline: float,
@@ -114,7 +114,7 @@ async def rediagnose(
             itertools.islice(
                 (
                     p
-                    for p in reversed(known)
+                    for p in known.recent()
                     if p not in batch and client.documents.get(path_to_uri(p)) is not None
                 ),
                 MAX_OTHER_FILES,
@@ -129,14 +129,16 @@ async def rediagnose(
             ):
                 continue
             jobs.append(
-                _other_file(client, server_id, other, other_known, shown_root(other), deadline)
+                _other_file(
+                    known, other_known, client, server_id, other, shown_root(other), deadline
+                )
             )
     reports = await asyncio.gather(*jobs)
     return merge_reports([report for report in reports if report is not None])
 
 
 def has_import_errors(
-    known: dict[Path, KnownFile], server_id: str, client: LanguageClient, skip: frozenset[Path]
+    known: KnownFiles, server_id: str, client: LanguageClient, skip: frozenset[Path]
 ) -> bool:
     """Whether a document the server has open (not in `skip`) had an error a new file could
     fix: only then does a creation need announcing (a file the batch opens needs no event)."""
@@ -161,10 +163,11 @@ def about_imports(diagnostic: Diagnostic) -> bool:
 
 
 async def _other_file(
+    store: KnownFiles,
+    known: KnownFile,
     client: LanguageClient,
     server_id: str,
     other: Path,
-    known: KnownFile,
     root: Path | None,
     deadline: float,
 ) -> FileReport | None:
@@ -176,7 +179,7 @@ async def _other_file(
     except ClientError:
         return None
     result = delta_mod.compute_delta(known.text, known.text, known.results[server_id], now)
-    known.results[server_id] = now
+    store.refresh(known, server_id, now)
     if not (result.introduced or result.fixed):
         return None
     report = file_report(
