@@ -27,7 +27,7 @@ from ipylsp.service import others
 from ipylsp.service.checker import Checker, FilePlan, ServerOutcome
 from ipylsp.service.pool import Slot
 from ipylsp.service.reports import display_path, merge_reports
-from ipylsp.spec import ServerSpec
+from ipylsp.service.resolver import BatchLookups
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +119,11 @@ async def check(
     """Check `files` as one batch; see the module docstring. Never raises for a server."""
     result = BatchResult()
     chosen, result.rest = choose(files, limit)
-    lookups = Lookups(checker)
+    lookups = BatchLookups(checker.resolver)
     planned = await asyncio.gather(
         *(
             checker.plan(f.path, content=f.content, before=f.before, deadline=deadline,
-                         shown_root=lookups.display_root(f.path))
+                         shown_root=lookups.shown_root(f.path))
             for f in chosen
         ),
         return_exceptions=True,
@@ -135,7 +135,7 @@ async def check(
             plans.append(planned_one)
         elif isinstance(planned_one, Exception):  # an unreadable file fails alone
             log.warning("cannot check %s: %r", item.path, planned_one)
-            shown = lookups.display_root(item.path)
+            shown = lookups.shown_root(item.path)
             failed.append(FileReport(
                 path=item.path, display_path=display_path(item.path, shown),
                 unknown=(Unknown("ipylsp", UnknownReason.FAILED, repr(planned_one)),),
@@ -173,7 +173,7 @@ async def check(
     answered = {id(run.client): (run.slot.spec.id, run.client) for run in runs if run.answered}
     for plan in plans:
         if plan.deleted:
-            answered.update((id(c), (sid, c)) for sid, c in checker.running_for(plan.path))
+            answered.update((id(c), (sid, c)) for sid, c in checker.resolver.running(plan.path))
     # Other servers hear of creations only when an open document of theirs has an error a
     # new file could fix (then it is re-diagnosed below).
     paths = frozenset(p.path for p in written)
@@ -188,7 +188,7 @@ async def check(
     if answered and written:
         elsewhere = await others.rediagnose(
             checker.known, paths, list(answered.values()), deadline,
-            shown_root=checker.shown_root, only_imports=len(created) == len(events),
+            shown_root=checker.resolver.shown_root, only_imports=len(created) == len(events),
         )
         result.files.extend(sorted(elsewhere, key=lambda f: natural_key(f.display_path)))
     result.files = merge_reports(result.files)
@@ -242,43 +242,18 @@ def choose(
     return gone + present[:limit], present[limit:]
 
 
-class Lookups:
-    """What every file of a batch in the same directory or language shares, looked up once:
-    its workspace, its servers, their slots (the lookups stat directories; 1,000 files in a
-    few directories need a few)."""
-
-    def __init__(self, checker: Checker) -> None:
-        self._checker = checker
-        self._roots: dict[Path, Path | None] = {}
-        self._specs: dict[str, list[ServerSpec]] = {}
-        self._slots: dict[tuple[str, Path], Slot | Unknown] = {}
-
-    def display_root(self, path: Path) -> Path | None:
-        if path.parent not in self._roots:
-            self._roots[path.parent] = self._checker.shown_root(path)
-        return self._roots[path.parent]
-
-    def specs(self, plan: FilePlan) -> list[ServerSpec]:
-        if plan.held_back or plan.deleted or plan.language_id is None:
-            return []
-        if plan.language_id not in self._specs:
-            self._specs[plan.language_id] = self._checker.specs(plan)
-        return self._specs[plan.language_id]
-
-    def slot(self, spec: ServerSpec, path: Path) -> Slot | Unknown:
-        key = (spec.id, path.parent)
-        if key not in self._slots:
-            self._slots[key] = self._checker.slot_for(spec, path, self.display_root(path))
-        return self._slots[key]
-
-
 async def _start_runs(
-    checker: Checker, lookups: Lookups, plans: list[FilePlan], deadline: float
+    checker: Checker, lookups: BatchLookups, plans: list[FilePlan], deadline: float
 ) -> list[ServerRun]:
     """Outcomes for every (file, server); a started run per server that can answer."""
     groups: dict[int, tuple[Slot, list[Job]]] = {}
     for plan in plans:
-        for spec in lookups.specs(plan):
+        servers = (
+            []
+            if plan.held_back or plan.deleted or plan.language_id is None
+            else lookups.servers(plan.path, plan.language_id)
+        )
+        for spec in servers:
             outcome = checker.outcome(spec, plan, lookups.slot(spec, plan.path))
             plan.outcomes.append(outcome)
             if outcome.slot is not None:
@@ -294,7 +269,7 @@ async def _start_runs(
     late_deadline = deadline + LATE_WINDOW
     for (slot, jobs), client in zip(groups.values(), clients, strict=True):
         if isinstance(client, ClientError):
-            unknown = checker.unknown_for(slot.spec, slot.root, client)
+            unknown = checker.resolver.unknown_for(slot.spec, slot.root, client)
             for job in jobs:
                 job.outcome.unknown, job.done = unknown, True
             continue
@@ -338,7 +313,7 @@ async def _run(checker: Checker, run: ServerRun, deadline: float) -> None:
         else:
             error = ClientError(UnknownReason.CRASHED, run.client.exit_reason())
         if error is not None:
-            unknown = checker.unknown_for(run.slot.spec, run.slot.root, error)
+            unknown = checker.resolver.unknown_for(run.slot.spec, run.slot.root, error)
             for job in retry:
                 job.outcome.unknown, job.done = unknown, True
             return

@@ -19,14 +19,14 @@ from pathlib import Path
 
 from ipylsp.analysis import delta as delta_mod
 from ipylsp.analysis.model import Diagnostic, FileReport, Unknown, UnknownReason
-from ipylsp.lsp import installers, languages, locate, pyenv, registry, roots
+from ipylsp.lsp import installers, languages, registry
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.service import tiers
-from ipylsp.service.autoinstall import AutoInstaller
 from ipylsp.service.baseline import git_head_text, read_text
 from ipylsp.service.known import KnownFile, KnownFiles
 from ipylsp.service.pool import ClientPool, Slot
-from ipylsp.service.reports import display_path, display_root, file_report, merge_reports
+from ipylsp.service.reports import display_path, file_report, merge_reports
+from ipylsp.service.resolver import Resolver
 from ipylsp.settings import Settings
 from ipylsp.spec import InstallRecipe, ServerSpec
 
@@ -80,16 +80,22 @@ class FilePlan:
 
 class Checker:
     def __init__(self, settings: Settings, pool: ClientPool) -> None:
-        self.settings = settings
         self.pool = pool
         self.known = KnownFiles()
-        self._reported_unknown: set[tuple[str, Path, UnknownReason]] = set()
-        self._auto = AutoInstaller()
+        self.resolver = Resolver(settings, pool)
+
+    @property
+    def settings(self) -> Settings:
+        return self.resolver.settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:  # `Service.configure`
+        self.resolver.settings = settings
 
     @property
     def _installs(self) -> dict[str, concurrent.futures.Future[installers.InstallResult]]:
         """Automatic installs by server id (see `autoinstall`)."""
-        return self._auto.installs
+        return self.resolver.installs
 
     # -- the steps of a check ------------------------------------------------------------------
 
@@ -121,23 +127,18 @@ class Checker:
         )
         return FilePlan(
             path, language_id, new_text, disk_text, before_text, known, content is not None,
-            syntax, held_back, shown_root if shown_root is not None else self.shown_root(path),
+            syntax, held_back,
+            shown_root if shown_root is not None else self.resolver.shown_root(path),
         )
-
-    def specs(self, plan: FilePlan) -> list[ServerSpec]:
-        """The servers to ask about the file (none when held back or deleted)."""
-        if plan.held_back or plan.deleted:
-            return []
-        return registry.servers_for(plan.path, self.settings, self.installed)
 
     def outcome(
         self, spec: ServerSpec, plan: FilePlan, slot: Slot | Unknown | None = None
     ) -> ServerOutcome:
-        """A fresh outcome for (server, file): the slot (`slot_for`, unless given), or why
+        """A fresh outcome for (server, file): the slot (`Resolver.slot`, unless given), or why
         there is none."""
         before_text = _server_before(spec, plan.before_text, plan.known)
         if slot is None:
-            slot = self.slot_for(spec, plan.path)
+            slot = self.resolver.slot(spec, plan.path)
         if isinstance(slot, Unknown):
             return ServerOutcome(spec, None, None, before_text, unknown=slot)
         return ServerOutcome(spec, slot, None, before_text)
@@ -187,7 +188,7 @@ class Checker:
             return file_report(plan.path, shown_root, (), (), (), (), ())
         if plan.deleted:  # a move or a delete fixes nothing (see `batch.moves`)
             self.known.forget(plan.path)
-            serving = registry.servers_for(plan.path, self.settings, self.installed)
+            serving = self.resolver.servers(plan.path)
             return file_report(
                 plan.path, shown_root, (), (), (), (), tuple(s.id for s in serving)
             )
@@ -226,12 +227,6 @@ class Checker:
             tuple(known.results),
         )
 
-    def unknown_for(self, spec: ServerSpec, root: Path, exc: ClientError) -> Unknown:
-        hint = ""
-        if exc.reason is UnknownReason.BROKEN:
-            hint = f"`%lsp restart {spec.id}` starts it again"
-        return self._unknown(spec, root, exc.reason, exc.detail, hint)
-
     async def _before_text(
         self,
         path: Path,
@@ -263,59 +258,20 @@ class Checker:
         for role in registry.unknown_roles(language_id, self.settings):
             spec = ServerSpec(id=role, name=role, languages=(language_id,), command=(role,),
                               install=InstallRecipe("path"))
-            unknown = self._unknown(
-                spec, self.shown_root(path) or path.parent, UnknownReason.FAILED,
+            unknown = self.resolver.unknown(
+                spec, self.resolver.shown_root(path) or path.parent, UnknownReason.FAILED,
                 f"no server named {role!r} (IPyLSP.language_servers; see `ipylsp list`)",
             )
             outcomes.append(ServerOutcome(spec, None, None, before_text, unknown=unknown))
         return outcomes
 
-    def shown_root(self, path: Path) -> Path | None:
-        """The workspace `path` is shown relative to, and servers are rooted within."""
-        return display_root(path, self.settings.workspace_markers)
-
-    def installed(self, spec: ServerSpec) -> bool:
-        return locate.is_installed(spec, locate.data_dir(self.settings))
-
     # -- servers ------------------------------------------------------------------------------
-
-    def slot_for(
-        self, spec: ServerSpec, path: Path, gate: Path | None = None
-    ) -> Slot | Unknown:
-        """The pool slot serving `path` for `spec` (Python env handed over), or why none can.
-        `gate`: the path's `display_root`, when the caller knows it already."""
-        data = locate.data_dir(self.settings)
-        resolution = locate.resolve(spec, data)
-        gate = gate if gate is not None else self.shown_root(path)
-        if resolution.command is None:
-            detail = resolution.reason or f"{spec.command[0]} not found"
-            if self.settings.install_strategy == "auto" and installers.installable(spec):
-                detail = self._auto.status(spec, data)
-            return self._unknown(
-                spec, gate or path.parent, UnknownReason.NOT_INSTALLED, detail,
-                registry.install_hint(spec),
-            )
-        root = roots.find_root(path, spec.root_markers, git_worktree=gate)
-        return self.pool.find(spec.id, root) or self.pool.add(
-            pyenv.for_server(spec, root, ceiling=gate), root, resolution.command
-        )
-
-    def running_for(self, path: Path) -> list[tuple[str, LanguageClient]]:
-        """(server id, client) of the running servers that serve `path` (none are started)."""
-        found = []
-        gate = self.shown_root(path)
-        for spec in registry.servers_for(path, self.settings, self.installed):
-            root = roots.find_root(path, spec.root_markers, git_worktree=gate)
-            slot = self.pool.find(spec.id, root)
-            if slot is not None and slot.client is not None and slot.client.alive:
-                found.append((spec.id, slot.client))
-        return found
 
     async def start_servers(self, path: Path, deadline: float) -> list[str]:
         """Acquire every server for `path`; a line per server saying how that went."""
         lines = []
-        for spec in registry.servers_for(path, self.settings, self.installed):
-            slot = self.slot_for(spec, path)
+        for spec in self.resolver.servers(path):
+            slot = self.resolver.slot(spec, path)
             if isinstance(slot, Unknown):
                 lines.append(f"{spec.id}: {slot.reason.value}: {slot.detail} {slot.hint}".strip())
                 continue
@@ -337,22 +293,11 @@ class Checker:
             return ()
         return None
 
-    def _unknown(
-        self, spec: ServerSpec, root: Path, reason: UnknownReason, detail: str, hint: str = ""
-    ) -> Unknown:
-        """Full the first time for a (server, root, reason); a short line after that."""
-        key = (spec.id, root, reason)
-        if key in self._reported_unknown:
-            return Unknown(spec.id, reason, detail)
-        self._reported_unknown.add(key)
-        return Unknown(spec.id, reason, detail, hint)
-
     def close(self) -> None:
-        """Drop queued automatic installs (one already running finishes in its thread)."""
-        self._auto.close()
+        self.resolver.close()
 
     def forget_reported(self) -> None:
-        self._reported_unknown.clear()
+        self.resolver.forget_reported()
 
     # -- after the check ----------------------------------------------------------------------
 

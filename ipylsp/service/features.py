@@ -17,7 +17,7 @@ from pathlib import Path
 from ipylsp.analysis.answers import Location, Symbol
 from ipylsp.analysis.model import Unknown, UnknownReason
 from ipylsp.lsp import features as lsp_features
-from ipylsp.lsp import languages, protocol, registry
+from ipylsp.lsp import languages, protocol
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.features import At
 from ipylsp.service.baseline import read_text
@@ -142,8 +142,8 @@ async def request_feature(
     if not protocol.loaded():  # its ~0.3 s import runs beside the loop, not on it
         await asyncio.to_thread(protocol.warm)
     errors: list[str] = []
-    for spec in registry.servers_for(path, checker.settings, checker.installed):
-        slot = checker.slot_for(spec, path)
+    for spec in checker.resolver.servers(path):
+        slot = checker.resolver.slot(spec, path)
         if isinstance(slot, Unknown):
             errors.append(f"{spec.id}: {slot.reason.value}: {slot.detail}")
             continue

@@ -1,0 +1,127 @@
+"""Which servers serve a path, and each one's pool slot or why none can: one resolver for
+checks and features alike.
+
+A path's workspace (`Settings.workspace_markers`) is where its report path is shown relative
+to and the ceiling of its servers' roots. A missing server becomes an `Unknown` (with the
+automatic install's state when `install_strategy` is "auto"), in full the first time for a
+(server, root, reason) and as a short line after that. `BatchLookups` looks each of these up
+once per batch (the lookups stat directories; 1,000 files in a few directories need a few).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from pathlib import Path
+
+from ipylsp.analysis.model import Unknown, UnknownReason
+from ipylsp.lsp import installers, locate, pyenv, registry, roots
+from ipylsp.lsp.client import ClientError, LanguageClient
+from ipylsp.service.autoinstall import AutoInstaller
+from ipylsp.service.pool import ClientPool, Slot
+from ipylsp.service.reports import display_root
+from ipylsp.settings import Settings
+from ipylsp.spec import ServerSpec
+
+
+class Resolver:
+    def __init__(self, settings: Settings, pool: ClientPool) -> None:
+        self.settings = settings
+        self.pool = pool
+        self._reported_unknown: set[tuple[str, Path, UnknownReason]] = set()
+        self._auto = AutoInstaller()
+
+    @property
+    def installs(self) -> dict[str, concurrent.futures.Future[installers.InstallResult]]:
+        """Automatic installs by server id (see `autoinstall`)."""
+        return self._auto.installs
+
+    def shown_root(self, path: Path) -> Path | None:
+        """The workspace `path` is shown relative to, and servers are rooted within."""
+        return display_root(path, self.settings.workspace_markers)
+
+    def installed(self, spec: ServerSpec) -> bool:
+        return locate.is_installed(spec, locate.data_dir(self.settings))
+
+    def servers(self, path: Path) -> list[ServerSpec]:
+        """The installed servers configured for `path`'s language, in order."""
+        return registry.servers_for(path, self.settings, self.installed)
+
+    def slot(self, spec: ServerSpec, path: Path, gate: Path | None = None) -> Slot | Unknown:
+        """The pool slot serving `path` for `spec` (Python env handed over), or why none can.
+        `gate`: the path's `shown_root`, when the caller knows it already."""
+        data = locate.data_dir(self.settings)
+        resolution = locate.resolve(spec, data)
+        gate = gate if gate is not None else self.shown_root(path)
+        if resolution.command is None:
+            detail = resolution.reason or f"{spec.command[0]} not found"
+            if self.settings.install_strategy == "auto" and installers.installable(spec):
+                detail = self._auto.status(spec, data)
+            return self.unknown(
+                spec, gate or path.parent, UnknownReason.NOT_INSTALLED, detail,
+                registry.install_hint(spec),
+            )
+        root = roots.find_root(path, spec.root_markers, git_worktree=gate)
+        return self.pool.find(spec.id, root) or self.pool.add(
+            pyenv.for_server(spec, root, ceiling=gate), root, resolution.command
+        )
+
+    def running(self, path: Path) -> list[tuple[str, LanguageClient]]:
+        """(server id, client) of the running servers that serve `path` (none are started)."""
+        found = []
+        gate = self.shown_root(path)
+        for spec in self.servers(path):
+            root = roots.find_root(path, spec.root_markers, git_worktree=gate)
+            slot = self.pool.find(spec.id, root)
+            if slot is not None and slot.client is not None and slot.client.alive:
+                found.append((spec.id, slot.client))
+        return found
+
+    def unknown_for(self, spec: ServerSpec, root: Path, exc: ClientError) -> Unknown:
+        hint = ""
+        if exc.reason is UnknownReason.BROKEN:
+            hint = f"`%lsp restart {spec.id}` starts it again"
+        return self.unknown(spec, root, exc.reason, exc.detail, hint)
+
+    def unknown(
+        self, spec: ServerSpec, root: Path, reason: UnknownReason, detail: str, hint: str = ""
+    ) -> Unknown:
+        """Full the first time for a (server, root, reason); a short line after that."""
+        key = (spec.id, root, reason)
+        if key in self._reported_unknown:
+            return Unknown(spec.id, reason, detail)
+        self._reported_unknown.add(key)
+        return Unknown(spec.id, reason, detail, hint)
+
+    def forget_reported(self) -> None:
+        self._reported_unknown.clear()
+
+    def close(self) -> None:
+        """Drop queued automatic installs (one already running finishes in its thread)."""
+        self._auto.close()
+
+
+class BatchLookups:
+    """What every file of a batch in the same directory or language shares, looked up once:
+    its workspace, its servers, their slots."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self._resolver = resolver
+        self._roots: dict[Path, Path | None] = {}
+        self._specs: dict[str, list[ServerSpec]] = {}
+        self._slots: dict[tuple[str, Path], Slot | Unknown] = {}
+
+    def shown_root(self, path: Path) -> Path | None:
+        if path.parent not in self._roots:
+            self._roots[path.parent] = self._resolver.shown_root(path)
+        return self._roots[path.parent]
+
+    def servers(self, path: Path, language_id: str) -> list[ServerSpec]:
+        if language_id not in self._specs:
+            self._specs[language_id] = self._resolver.servers(path)
+        return self._specs[language_id]
+
+    def slot(self, spec: ServerSpec, path: Path) -> Slot | Unknown:
+        key = (spec.id, path.parent)
+        if key not in self._slots:
+            self._slots[key] = self._resolver.slot(spec, path, self.shown_root(path))
+        return self._slots[key]
