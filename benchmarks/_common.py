@@ -504,10 +504,10 @@ class WireClock:
         clock = self
         orig_send, orig_dispatch = self._orig_send, self._orig_dispatch
 
-        async def _send(endpoint: Any, message: dict[str, Any]) -> None:
+        async def _send(endpoint: Any, message: dict[str, Any], *args: Any) -> None:
             if clock.first_doc is None and message.get("method") in clock.DOC_METHODS:
                 clock.first_doc = time.monotonic()
-            await orig_send(endpoint, message)
+            await orig_send(endpoint, message, *args)
 
         def _dispatch(endpoint: Any, message: dict[str, Any]) -> None:
             method = message.get("method")
