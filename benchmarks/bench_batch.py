@@ -26,7 +26,7 @@ Per server, one temporary git workspace, one warm server per side:
   process. ``kernel_rss``: the clean figure, from a fresh Python process that starts a Service
   (ty + ruff, then basedpyright + ruff), checks one file, then 1,000 new files in one
   ``check_files``: its RSS before and its peak (what a kernel pays; servers not included).
-- ``--in-flight K,...``: also time ipylsp's N=``--tune-size`` batch with ``batch.IN_FLIGHT``
+- ``--in-flight K,...``: also time ipylsp's N=``--tune-size`` batch with ``runs.IN_FLIGHT``
   set to each K (the number of diagnostic requests in flight per server), medians.
 - ``real_sources``: ipylsp alone on ``--real`` N real modules (pip's own ``.py`` files, copied
   into the workspace: real imports, real sizes), the time to answer every file; this is what
@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c
 
 from ipylsp.lsp import locate, pyenv, registry, roots
-from ipylsp.service import batch
+from ipylsp.service import runs as service_runs
 from ipylsp.service.service import FileCheck, Service
 from ipylsp.settings import Settings
 
@@ -301,21 +301,21 @@ def real_sources(ws: Path, service: Service, n: int, reps: int = 3) -> dict[str,
 def tune_in_flight(
     ws: Path, service: Service, server: str, values: list[int], n: int, reps: int
 ) -> dict[str, Any]:
-    saved = batch.IN_FLIGHT.get(server)
+    saved = service_runs.IN_FLIGHT.get(server)
     times: dict[int, list[float]] = {k: [] for k in values}
     try:
         for rep in range(reps):
             for k in values if rep % 2 == 0 else list(reversed(values)):
-                batch.IN_FLIGHT[server] = k
+                service_runs.IN_FLIGHT[server] = k
                 elapsed, ok = ipylsp_batch(service, write_batch(ws, f"tune_{k}_{rep}", n))
                 times[k].append(c.ms(elapsed) if ok else float("nan"))
     finally:
         if saved is None:
-            batch.IN_FLIGHT.pop(server, None)
+            service_runs.IN_FLIGHT.pop(server, None)
         else:
-            batch.IN_FLIGHT[server] = saved
+            service_runs.IN_FLIGHT[server] = saved
     return {"n": n, "median_ms": {str(k): c.median(v) for k, v in times.items()},
-            "current": saved or batch.DEFAULT_IN_FLIGHT}
+            "current": saved or service_runs.DEFAULT_IN_FLIGHT}
 
 
 RSS_CHILD = """
@@ -391,7 +391,7 @@ def main() -> int:
     tune = [int(x) for x in args.in_flight.split(",") if x]
     started = time.monotonic()
     result: dict[str, Any] = {"benchmark": "bench_batch", "machine": c.machine(),
-                              "in_flight": dict(batch.IN_FLIGHT)}
+                              "in_flight": dict(service_runs.IN_FLIGHT)}
     iso = c.Isolation()
     try:
         result["servers"] = {

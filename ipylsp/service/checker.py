@@ -52,7 +52,10 @@ class ServerOutcome:
 
 @dataclass(eq=False)
 class FilePlan:
-    """One file of a check: its texts, the syntax tier's view, and the servers' outcomes."""
+    """One file of a check: its facts, computed once per check (language, workspace, texts,
+    the syntax tier's view), and the servers' outcomes. A written file is a `Write` in the
+    watcher, a `FileCheck` into the service, a `FilePlan` while checked (a `ServerOutcome` per
+    server) and a `KnownFile` afterwards (`known`)."""
 
     path: Path
     language_id: str | None
@@ -76,6 +79,11 @@ class FilePlan:
     @property
     def deleted(self) -> bool:
         return self.new_text is None and not self.preflight
+
+    @property
+    def asks_servers(self) -> bool:
+        """Its servers are asked: a known language, not held back, not deleted."""
+        return self.language_id is not None and not self.held_back and not self.deleted
 
 
 class Checker:
@@ -250,19 +258,20 @@ class Checker:
             return ""
         return head if head is not None else ""
 
-    def misconfigured(
-        self, language_id: str, path: Path, before_text: str
-    ) -> list[ServerOutcome]:
+    def misconfigured(self, plan: FilePlan) -> list[ServerOutcome]:
         """An UNKNOWN for each configured role that names no server (never a silent clean)."""
-        outcomes = []
+        outcomes: list[ServerOutcome] = []
+        language_id = plan.language_id
+        if language_id is None:
+            return outcomes
         for role in registry.unknown_roles(language_id, self.settings):
             spec = ServerSpec(id=role, name=role, languages=(language_id,), command=(role,),
                               install=InstallRecipe("path"))
             unknown = self.resolver.unknown(
-                spec, self.resolver.shown_root(path) or path.parent, UnknownReason.FAILED,
+                spec, plan.shown_root or plan.path.parent, UnknownReason.FAILED,
                 f"no server named {role!r} (IPyLSP.language_servers; see `ipylsp list`)",
             )
-            outcomes.append(ServerOutcome(spec, None, None, before_text, unknown=unknown))
+            outcomes.append(ServerOutcome(spec, None, None, plan.before_text, unknown=unknown))
         return outcomes
 
     # -- servers ------------------------------------------------------------------------------

@@ -17,9 +17,9 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ipylsp.analysis.model import Report
-from ipylsp.service.batch import Job, ServerRun
 from ipylsp.service.checker import Checker
 from ipylsp.service.pending import PendingChannel
+from ipylsp.service.runs import Job, ServerRun
 
 log = logging.getLogger(__name__)
 
