@@ -7,11 +7,13 @@ merge the same reports.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from ipylsp.analysis.model import Diagnostic, FileReport, Unknown
+from ipylsp.analysis.model import Diagnostic, FileReport, Report, Unknown, UnknownReason
 from ipylsp.lsp import roots
+from ipylsp.service.known import KnownFiles
 
 
 def display_root(path: Path, markers: tuple[str, ...]) -> Path | None:
@@ -66,3 +68,43 @@ def merge_reports(reports: list[FileReport]) -> list[FileReport]:
             servers=tuple(dict.fromkeys(previous.servers + report.servers)),
         )
     return list(merged.values())
+
+
+def failed_files(
+    paths: Iterable[Path], markers: tuple[str, ...], reason: UnknownReason, detail: str
+) -> list[FileReport]:
+    """Each file of a check that produced no result (timed out, or our own failure)."""
+    return [
+        FileReport(
+            path=path,
+            display_path=display_path(path, display_root(path, markers)),
+            unknown=(Unknown("ipylsp", reason, detail),),
+        )
+        for path in paths
+    ]
+
+
+def common_root(paths: Iterable[Path], markers: tuple[str, ...]) -> Path | None:
+    """The workspace root of every path, when they share one (a report's `root`)."""
+    found = {display_root(path, markers) for path in paths}
+    return found.pop() if len(found) == 1 else None
+
+
+def known_report(known: KnownFiles, paths: Iterable[Path], markers: tuple[str, ...]) -> Report:
+    """The last known diagnostics of `paths` (those known), no server round trip."""
+    files = []
+    for path in paths:
+        entry = known.get(path)
+        if entry is None:
+            continue
+        everything = tuple(d for ds in entry.results.values() for d in ds)
+        files.append(
+            FileReport(
+                path=path,
+                display_path=display_path(path, display_root(path, markers)),
+                diagnostics=everything,
+                current=everything,
+                servers=tuple(entry.results),
+            )
+        )
+    return Report(files=tuple(files), root=common_root((f.path for f in files), markers))

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
+from ipylsp.analysis.model import Report, UnknownReason
 from ipylsp.analysis.report import FormatOptions
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.service import batch
@@ -32,7 +32,7 @@ from ipylsp.service.late import LateAnswers
 from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
 from ipylsp.service.pool import ClientPool, SlotStatus
-from ipylsp.service.reports import display_path, display_root
+from ipylsp.service.reports import common_root, failed_files, known_report
 from ipylsp.settings import Settings
 
 if TYPE_CHECKING:  # servers (and installers) are imported on first use, off the check path
@@ -144,16 +144,10 @@ class Service:
             )
         except LoopTimeout:
             rows = None
-            result = batch.BatchResult(
-                files=[
-                    FileReport(
-                        path=f.path,
-                        display_path=_shown(f.path, self._settings.workspace_markers),
-                        unknown=(Unknown("ipylsp", UnknownReason.TIMED_OUT, "check timed out"),),
-                    )
-                    for f in files
-                ]
-            )
+            result = batch.BatchResult(files=failed_files(
+                (f.path for f in files), self._settings.workspace_markers,
+                UnknownReason.TIMED_OUT, "check timed out",
+            ))
         notes = list(result.notes)
         if result.rest:
             with self._lock:
@@ -166,7 +160,7 @@ class Service:
             )
         report = Report(
             files=tuple(result.files),
-            root=_common_root((r.path for r in result.files), self._settings.workspace_markers),
+            root=common_root((r.path for r in result.files), self._settings.workspace_markers),
             notes=tuple(notes),
             unknown=tuple(result.unknown),
         )
@@ -221,16 +215,10 @@ class Service:
                 )
         except Exception as exc:  # the kernel must never see our bugs as its own
             log.exception("check of %d files failed", len(files))
-            return batch.BatchResult(
-                files=[
-                    FileReport(
-                        path=f.path,
-                        display_path=_shown(f.path, self._settings.workspace_markers),
-                        unknown=(Unknown("ipylsp", UnknownReason.FAILED, repr(exc)),),
-                    )
-                    for f in files
-                ]
-            )
+            return batch.BatchResult(files=failed_files(
+                (f.path for f in files), self._settings.workspace_markers,
+                UnknownReason.FAILED, repr(exc),
+            ))
         self._late.adopt(result.late)
         return result
 
@@ -312,23 +300,7 @@ class Service:
         """Last known diagnostics (no server round trip), for one file or all checked files."""
         known = self._checker.known
         paths = [self._normalize(path)] if path is not None else sorted(known)
-        files = []
-        for item in paths:
-            entry = known.get(item)
-            if entry is None:
-                continue
-            everything = tuple(d for ds in entry.results.values() for d in ds)
-            files.append(
-                FileReport(
-                    path=item,
-                    display_path=_shown(item, self._settings.workspace_markers),
-                    diagnostics=everything,
-                    current=everything,
-                    servers=tuple(entry.results),
-                )
-            )
-        markers = self._settings.workspace_markers
-        return Report(files=tuple(files), root=_common_root((f.path for f in files), markers))
+        return known_report(known, paths, self._settings.workspace_markers)
 
     # -- servers: what there is, what runs, installs -------------------------------------------
 
@@ -431,17 +403,6 @@ class Service:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _shown(path: Path, markers: tuple[str, ...]) -> str:
-    """As reports show a path: relative to its workspace root, absolute outside one."""
-    return display_path(path, display_root(path, markers))
-
-
-def _common_root(paths: Iterable[Path], markers: tuple[str, ...]) -> Path | None:
-    """The workspace root of every path, when they share one (a report's `root`)."""
-    found = {display_root(path, markers) for path in paths}
-    return found.pop() if len(found) == 1 else None
 
 
 # -- cleanup at exit and on SIGTERM ---------------------------------------------------------------
