@@ -7,24 +7,20 @@ come back as `Unknown` entries in the `Report`.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import os
-import signal
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ipylsp.analysis.model import Report, UnknownReason
 from ipylsp.analysis.report import FormatOptions
 from ipylsp.lsp.jsonrpc import deadline_scope
-from ipylsp.service import batch
+from ipylsp.service import batch, cleanup
 from ipylsp.service.batch import FileCheck
 from ipylsp.service.checker import Checker
 from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
@@ -61,7 +57,7 @@ class Service:
         self._unchecked: list[FileCheck] = []
         self._lock = threading.Lock()
         self._closed = False
-        _register_for_cleanup(self)
+        cleanup.register(self)
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -403,34 +399,3 @@ class Service:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-# -- cleanup at exit and on SIGTERM ---------------------------------------------------------------
-
-_live: weakref.WeakSet[Service] = weakref.WeakSet()
-_cleanup_installed = False
-
-
-def _close_all() -> None:
-    for service in list(_live):
-        with contextlib.suppress(Exception):
-            service.close()
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    _close_all()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _register_for_cleanup(service: Service) -> None:
-    global _cleanup_installed
-    _live.add(service)
-    if _cleanup_installed:
-        return
-    _cleanup_installed = True
-    atexit.register(_close_all)
-    if threading.current_thread() is threading.main_thread():
-        with contextlib.suppress(ValueError, OSError):
-            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-                signal.signal(signal.SIGTERM, _on_sigterm)
