@@ -140,7 +140,7 @@ def test_a_thousand_files_copied_in(ws: Path, service: Service) -> None:
         f"existed before first, then new ones); {len(copied) - limit} not checked yet: "
         f"`%lsp check` checks the next {limit}"
     )
-    assert one_line_per_server(report)
+    assert one_line_per_server(report), report.unknown
     assert service.unchecked == len(copied) - limit  # nothing dropped: the rest is kept
     rest = service.check_rest()
     assert len([f for f in rest.files if not f.elsewhere]) == limit

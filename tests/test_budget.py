@@ -82,6 +82,8 @@ def test_every_check_keeps_the_budget_and_the_third_is_answered_from_the_broken_
     path = workspace / "w.sh"
     reports = []
     for n in range(3):
+        if n == 2:  # late work of check 2 (a retry finding the server broken) is done first:
+            service.settle_late(5)  # it reaches no report, so it must not use up the notice
         path.write_text(f"echo {n}\nERROR:e{n}\n")
         report, took = timed_check(service, [FileCheck(path)])
         assert took <= PROMISE, f"check {n + 1} took {took:.2f} s ({fault})"
@@ -100,6 +102,34 @@ def test_every_check_keeps_the_budget_and_the_third_is_answered_from_the_broken_
     path.write_text("echo 4\n")
     fourth = service.check(path)
     assert fourth.files[0].unknown[0].hint == ""
+
+
+def test_a_cut_is_one_line_per_server_across_its_workspace_roots(
+    workspace: Path, services: list[Service]
+) -> None:
+    """One server running for two roots of one batch, both cut by the budget: one line."""
+    spec = ServerSpec(
+        id="fake", name="Fake", languages=("shellscript",), root_markers=("root.marker",),
+        command=fake_command("--diagnostics", "pull", "--pull-cost-ms", "100"),
+        install=InstallRecipe("path", hint="it is a test fixture"),
+    )
+    service = Service(settings(extra_specs=(spec,)))
+    services.append(service)
+    files = []
+    for part in ("a", "b"):
+        (workspace / part).mkdir()
+        (workspace / part / "root.marker").write_text("")
+        for n in range(20):
+            path = workspace / part / f"gen_{n}.sh"
+            path.write_text(f"ERROR:problem {n}\n")
+            files.append(FileCheck(path, before=""))
+    report, took = timed_check(service, files)
+    assert took <= PROMISE
+    assert len({row.root for row in service.status()}) == 2  # two roots, one server id
+    [cut] = report.unknown
+    missing = 40 - len([f for f in report.files if f.diagnostics])
+    assert cut.detail == f"{missing} of 40 files not checked within 1.0 s"
+    assert format_text(report).count("UNKNOWN") == 1
 
 
 def test_a_write_the_server_cannot_take_costs_the_budget_not_the_write_timeout(

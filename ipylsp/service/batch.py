@@ -202,6 +202,7 @@ async def _settle(
     answered nothing counts a timeout; uniform unknowns of a multi-file batch are said once.
     Returns the servers whose unknowns were lifted to `result.unknown`."""
     snapshot = [(run, [j for j in run.jobs if not j.done]) for run in runs]
+    cut: dict[str, list[int]] = {}  # server id -> [not checked, asked], over all its roots
     for run, pending in snapshot:
         for job in run.jobs:
             job.retry = False  # a restart that did not finish in time
@@ -216,16 +217,17 @@ async def _settle(
             job.outcome.unknown = Unknown(run.slot.spec.id, UnknownReason.TIMED_OUT, detail)
             job.outcome.cut = several
         if several:
-            result.unknown.append(
-                Unknown(
-                    run.slot.spec.id,
-                    UnknownReason.TIMED_OUT,
-                    f"{len(pending)} of {len(run.jobs)} files not checked within {budget:.1f} s",
-                    CUT_HINT,
-                )
-            )
+            counts = cut.setdefault(run.slot.spec.id, [0, 0])
+            counts[0] += len(pending)
+            counts[1] += len(run.jobs)
         if run.task is not None and not run.task.done():
             result.late.append((run, pending))
+    # one line per server, also when it runs for several workspace roots of the batch
+    result.unknown.extend(
+        Unknown(server_id, UnknownReason.TIMED_OUT,
+                f"{missing} of {asked} files not checked within {budget:.1f} s", CUT_HINT)
+        for server_id, (missing, asked) in cut.items()
+    )
     for run, _ in snapshot:
         timed_out = any(
             j.outcome.unknown is not None and j.outcome.unknown.reason is UnknownReason.TIMED_OUT
@@ -235,10 +237,10 @@ async def _settle(
             checker.pool.record_success(run.slot)
         elif timed_out:  # nothing at all from this server in the whole check
             await checker.pool.record_timeout(run.slot)
-    return _lift(plans, result)
+    return _lift(checker, plans, result)
 
 
-def _lift(plans: list[FilePlan], result: BatchResult) -> frozenset[str]:
+def _lift(checker: Checker, plans: list[FilePlan], result: BatchResult) -> frozenset[str]:
     """One line for a server that could not answer for any file of a multi-file batch."""
     by_server: dict[str, list[ServerOutcome]] = {}
     for plan in plans:
@@ -256,14 +258,14 @@ def _lift(plans: list[FilePlan], result: BatchResult) -> frozenset[str]:
         detail = first.detail
         if first.reason is UnknownReason.NOT_INSTALLED:
             detail = f"({detail})"
-        result.unknown.append(
-            Unknown(
-                server_id,
-                first.reason,
-                f"{first.reason.value} {detail}".strip() + f": {len(said)} files not checked",
-                first.hint,
-            )
+        line = Unknown(
+            server_id,
+            first.reason,
+            f"{first.reason.value} {detail}".strip() + f": {len(said)} files not checked",
+            first.hint,
         )
+        where = checker.resolver.shown_root(plans[0].path) or plans[0].path.parent
+        result.unknown.append(checker.resolver.once(line, where))
         lifted.add(server_id)
     return frozenset(lifted)
 

@@ -210,7 +210,8 @@ class Checker:
             semantic_after_syntax_error=self.settings.semantic_after_syntax_error,
         )
         said = [o for o in outcomes if not (o.cut or o.spec.id in lifted)]
-        unknown = tuple(o.unknown for o in said if o.unknown is not None)
+        where = shown_root or plan.path.parent
+        unknown = tuple(self.resolver.once(o.unknown, where) for o in said if o.unknown is not None)
         if not plan.preflight:
             self._roll_forward(plan.path, plan.new_text, outcomes, plan.known)
         return file_report(

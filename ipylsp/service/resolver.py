@@ -11,6 +11,7 @@ once per batch (the lookups stat directories; 1,000 files in a few directories n
 from __future__ import annotations
 
 import concurrent.futures
+from dataclasses import replace
 from pathlib import Path
 
 from ipylsp.analysis.model import Unknown, UnknownReason
@@ -85,12 +86,19 @@ class Resolver:
     def unknown(
         self, spec: ServerSpec, root: Path, reason: UnknownReason, detail: str, hint: str = ""
     ) -> Unknown:
-        """Full the first time for a (server, root, reason); a short line after that."""
-        key = (spec.id, root, reason)
-        if key in self._reported_unknown:
-            return Unknown(spec.id, reason, detail)
-        self._reported_unknown.add(key)
+        """Why a server cannot answer, with its hint; `once` decides whether the hint is said."""
         return Unknown(spec.id, reason, detail, hint)
+
+    def once(self, unknown: Unknown, root: Path) -> Unknown:
+        """In full the first time a report shows it for a (server, workspace, reason); without
+        the hint after that. Decided when a report is made, not when the unknown is: an answer
+        that arrives late (a background retry finding the server broken) is shown to nobody,
+        and must not use up the notice the next check owes the user."""
+        key = (unknown.server_id, root, unknown.reason)
+        if key in self._reported_unknown:
+            return replace(unknown, hint="")
+        self._reported_unknown.add(key)
+        return unknown
 
     def forget_reported(self) -> None:
         self._reported_unknown.clear()
