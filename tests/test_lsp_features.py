@@ -13,7 +13,7 @@ import pytest
 from ipylsp.analysis.answers import Location
 from ipylsp.analysis.edits import apply
 from ipylsp.analysis.model import UnknownReason
-from ipylsp.lsp import features, locate, protocol
+from ipylsp.lsp import features, locate, protocol, rename
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.features import At
 from tests.real_servers import DATA_DIR, require, workspace, write
@@ -184,7 +184,7 @@ def test_calls_and_rename_preview(
         ]
         outgoing = await features.calls(client, At(path, CALLS, 3, 4), "outgoing", texts, 30)
         assert [(s.name, s.line, s.depth) for s in outgoing] == [("main", 3, 0), ("helper", 0, 1)]
-        edits = await features.rename(client, At(path, CALLS, 0, 4), "assist", texts, 30)
+        edits = await rename.rename(client, At(path, CALLS, 0, 4), "assist", texts, 30)
         renamed = apply(CALLS, edits)
         assert renamed == CALLS.replace("helper", "assist")
         assert path.read_text() == CALLS  # a preview: nothing written

@@ -1,6 +1,6 @@
 """One typed function per language feature: hover, definition, type definition,
-implementation, references, completions, document and workspace symbols, call hierarchy,
-rename.
+implementation, references, completions, document and workspace symbols, call hierarchy
+(rename, whose answer is edits, is in `lsp/rename.py`).
 
 Each builds its request from lsprotocol's params, sends it, structures the answer with
 lsprotocol and returns model values (`analysis.answers`): 0-based lines and code-point
@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ipylsp.analysis.answers import Completion, Location, Symbol
-from ipylsp.analysis.edits import TextEdit
-from ipylsp.analysis.model import Range
 from ipylsp.analysis.positions import Encoding, LineIndex
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import LanguageClient
@@ -44,19 +42,22 @@ def supports(client: LanguageClient, capability: str) -> bool:
     return bool(client.server_capabilities.get(capability))
 
 
-def _position(client: LanguageClient, at: At) -> Any:
+def position(client: LanguageClient, at: At) -> Any:
+    """`at` as the wire's Position, in the encoding the server negotiated."""
     t = protocol.types()
     character = LineIndex(at.text).to_wire(at.line, at.column, client.encoding)
     return t.Position(line=at.line, character=character)
 
 
-def _document(path: Path) -> Any:
+def document(path: Path) -> Any:
+    """The TextDocumentIdentifier of a file."""
     return protocol.types().TextDocumentIdentifier(uri=path_to_uri(path))
 
 
-async def _ask(
+async def ask(
     client: LanguageClient, method: str, params: Any, response: type[Any], timeout: float
 ) -> Any:
+    """Send a request built from lsprotocol params; its answer structured as `response`."""
     result = await client.request(method, protocol.params(params), timeout)
     return protocol.answer(method, result, response)
 
@@ -67,8 +68,8 @@ async def _ask(
 async def hover(client: LanguageClient, at: At, timeout: float) -> str:
     """The hover text at a position ("" when the server has none)."""
     t = protocol.types()
-    params = t.HoverParams(text_document=_document(at.path), position=_position(client, at))
-    answer = await _ask(client, t.TEXT_DOCUMENT_HOVER, params, t.HoverResponse, timeout)
+    params = t.HoverParams(text_document=document(at.path), position=position(client, at))
+    answer = await ask(client, t.TEXT_DOCUMENT_HOVER, params, t.HoverResponse, timeout)
     if answer is None:
         return ""
     contents = answer.contents
@@ -80,7 +81,7 @@ async def hover(client: LanguageClient, at: At, timeout: float) -> str:
 # -- locations ------------------------------------------------------------------------------------
 
 
-class _Columns:
+class Columns:
     """Wire columns -> code points, one `LineIndex` per file an answer points into."""
 
     def __init__(self, encoding: Encoding, texts: TextSource, known: At) -> None:
@@ -95,7 +96,7 @@ class _Columns:
         return index.to_column(line, units, self._encoding)
 
 
-def _locations(items: Any, columns: _Columns) -> tuple[Location, ...]:
+def _locations(items: Any, columns: Columns) -> tuple[Location, ...]:
     t = protocol.types()
     raw = items if isinstance(items, (list, tuple)) else [] if items is None else [items]
     found: list[Location] = []
@@ -123,10 +124,10 @@ async def _locate(
 ) -> tuple[Location, ...]:
     t = protocol.types()
     params = getattr(t, params_type)(
-        text_document=_document(at.path), position=_position(client, at), **extra
+        text_document=document(at.path), position=position(client, at), **extra
     )
-    answer = await _ask(client, method, params, getattr(t, response), timeout)
-    return _locations(answer, _Columns(client.encoding, texts, at))
+    answer = await ask(client, method, params, getattr(t, response), timeout)
+    return _locations(answer, Columns(client.encoding, texts, at))
 
 
 async def definition(
@@ -197,8 +198,8 @@ async def completions(
     client: LanguageClient, at: At, timeout: float, limit: int = MAX_ITEMS
 ) -> tuple[Completion, ...]:
     t = protocol.types()
-    params = t.CompletionParams(text_document=_document(at.path), position=_position(client, at))
-    answer = await _ask(client, t.TEXT_DOCUMENT_COMPLETION, params, t.CompletionResponse, timeout)
+    params = t.CompletionParams(text_document=document(at.path), position=position(client, at))
+    answer = await ask(client, t.TEXT_DOCUMENT_COMPLETION, params, t.CompletionResponse, timeout)
     items = answer.items if isinstance(answer, t.CompletionList) else answer or ()
     return tuple(
         Completion(item.label, protocol.enum_name(t.CompletionItemKind, item.kind), item.detail)
@@ -214,8 +215,8 @@ async def document_symbols(
 ) -> tuple[Symbol, ...]:
     """A file's outline, nested symbols after their parent with `depth` + 1."""
     t = protocol.types()
-    params = t.DocumentSymbolParams(text_document=_document(path))
-    answer = await _ask(
+    params = t.DocumentSymbolParams(text_document=document(path))
+    answer = await ask(
         client, t.TEXT_DOCUMENT_DOCUMENT_SYMBOL, params, t.DocumentSymbolResponse, timeout
     )
     index = LineIndex(text)
@@ -252,7 +253,7 @@ async def workspace_symbols(
 ) -> tuple[Symbol, ...]:
     """Symbols whose name matches `query` anywhere in the server's workspace."""
     t = protocol.types()
-    answer = await _ask(
+    answer = await ask(
         client,
         t.WORKSPACE_SYMBOL,
         t.WorkspaceSymbolParams(query=query),
@@ -287,7 +288,7 @@ async def workspace_symbols(
 # -- call hierarchy -------------------------------------------------------------------------------
 
 
-def _item_symbol(item: Any, columns: _Columns, depth: int = 0) -> Symbol | None:
+def _item_symbol(item: Any, columns: Columns, depth: int = 0) -> Symbol | None:
     t = protocol.types()
     path = uri_to_path(item.uri)
     if path is None:
@@ -313,23 +314,23 @@ async def calls(
     if direction not in ("incoming", "outgoing"):
         raise ValueError(f"direction must be incoming or outgoing, not {direction!r}")
     params = t.CallHierarchyPrepareParams(
-        text_document=_document(at.path), position=_position(client, at)
+        text_document=document(at.path), position=position(client, at)
     )
-    items = await _ask(
+    items = await ask(
         client,
         t.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY,
         params,
         t.CallHierarchyPrepareResponse,
         timeout,
     )
-    columns = _Columns(client.encoding, texts, at)
+    columns = Columns(client.encoding, texts, at)
     found: list[Symbol] = []
     for item in list(items or ())[:1]:  # the symbol at the position
         own = _item_symbol(item, columns)
         if own is not None:
             found.append(own)
         if direction == "incoming":
-            answer = await _ask(
+            answer = await ask(
                 client,
                 t.CALL_HIERARCHY_INCOMING_CALLS,
                 t.CallHierarchyIncomingCallsParams(item=item),
@@ -338,7 +339,7 @@ async def calls(
             )
             others = [call.from_ for call in answer or ()]
         else:
-            answer = await _ask(
+            answer = await ask(
                 client,
                 t.CALL_HIERARCHY_OUTGOING_CALLS,
                 t.CallHierarchyOutgoingCallsParams(item=item),
@@ -351,53 +352,3 @@ async def calls(
             if symbol is not None:
                 found.append(symbol)
     return tuple(found)
-
-
-# -- rename ---------------------------------------------------------------------------------------
-
-
-def _edits(workspace_edit: Any, columns: _Columns) -> tuple[TextEdit, ...]:
-    """A WorkspaceEdit's text edits (`changes` or `documentChanges`) in code points; file
-    creations, renames and deletions are not text and are left out."""
-    t = protocol.types()
-    pairs: list[tuple[str, Any]] = []
-    if workspace_edit is None:
-        return ()
-    if workspace_edit.document_changes:
-        for change in workspace_edit.document_changes:
-            if isinstance(change, t.TextDocumentEdit):
-                pairs.extend((change.text_document.uri, edit) for edit in change.edits)
-    elif workspace_edit.changes:
-        for uri, edits in workspace_edit.changes.items():
-            pairs.extend((uri, edit) for edit in edits)
-    out = []
-    for uri, edit in pairs:
-        path = uri_to_path(uri)
-        if path is None:
-            continue
-        start, end = edit.range.start, edit.range.end
-        out.append(
-            TextEdit(
-                path,
-                Range.of(
-                    start.line,
-                    columns.column(path, start.line, start.character),
-                    end.line,
-                    columns.column(path, end.line, end.character),
-                ),
-                edit.new_text,
-            )
-        )
-    return tuple(out)
-
-
-async def rename(
-    client: LanguageClient, at: At, new_name: str, texts: TextSource, timeout: float
-) -> tuple[TextEdit, ...]:
-    """The edits renaming the symbol at `at` to `new_name` would make (nothing is applied)."""
-    t = protocol.types()
-    params = t.RenameParams(
-        text_document=_document(at.path), position=_position(client, at), new_name=new_name
-    )
-    answer = await _ask(client, t.TEXT_DOCUMENT_RENAME, params, t.RenameResponse, timeout)
-    return _edits(answer, _Columns(client.encoding, texts, at))
