@@ -5,14 +5,21 @@ ipylsp watchdog: a leaked language server fails the run. "Started by the tests" 
 a marker in the environment (`MARKER_VAR`, set here at import, so kernels, servers and their
 helpers inherit it), not by ancestry: a helper in its own session that was reparented when its
 server exited is no descendant of pytest, but it carries the marker.
+
+The run leaves nothing behind: TMPDIR points into a directory of its own (set here at import, so
+servers such as pyright, kernels and their helpers write there; removed when pytest ends), and the
+status files (`<data_dir>/run/status-<pid>-<n>.json`) of this process, or of processes that are
+gone (a SIGKILLed kernel), are swept at the end.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +33,10 @@ FAKE_SERVER = Path(__file__).parent / "fixtures" / "fake_server.py"
 MARKER_VAR = "IPYLSP_TEST_MARKER"
 MARKER = f"{os.getpid()}-{uuid.uuid4().hex}"
 os.environ[MARKER_VAR] = MARKER  # before any test starts anything: everything inherits it
+
+SESSION_TMP = Path(tempfile.mkdtemp(prefix="ipylsp-tests-"))
+os.environ["TMPDIR"] = str(SESSION_TMP)  # pyright-*, kernels' and pytest's temp dirs go here
+tempfile.tempdir = None  # this process's tempfile reads TMPDIR again
 
 
 def fake_command(*flags: str) -> tuple[str, ...]:
@@ -84,3 +95,20 @@ def no_orphans() -> Iterator[None]:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     assert not strays, f"processes left alive after the module: {strays}"
+
+
+def _sweep_status_files() -> None:
+    """Status files of this process and of dead ones (a SIGKILLed kernel cannot remove its own)."""
+    from ipylsp.lsp import locate
+    from ipylsp.service.statusfile import read_status
+
+    run_dir = locate.data_dir() / "run"
+    read_status(locate.data_dir())  # the reader drops the files of dead processes
+    for path in run_dir.glob(f"status-{os.getpid()}-*.json"):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _sweep_status_files()
+    shutil.rmtree(SESSION_TMP, ignore_errors=True)
