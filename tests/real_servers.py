@@ -3,7 +3,9 @@
 - `DATA_DIR` is ipylsp's data dir as it was when the tests were imported: the tests move HOME
   (servers write caches there), which would move platformdirs' answer too.
 - `require` FAILS (never skips) when a server cannot run, naming the fix: CI installs every
-  server the tests use (`scripts/bootstrap`, and apt for clangd/gopls/go/shellcheck in `.ci/run`).
+  server the tests use (`scripts/bootstrap`, and apt for clangd/gopls/go/shellcheck in `.ci/run`),
+  and when the installed version differs from the one whose messages the tests pin
+  (`server_pins.PINS`).
 - `workspace` makes one git worktree per test (the workspace gate) and points HOME and the XDG
   cache/config dirs into the test's tmp_path before any server starts.
 """
@@ -20,6 +22,7 @@ from ipylsp.analysis.model import Report
 from ipylsp.analysis.report import FormatOptions, to_json
 from ipylsp.lsp import locate, registry
 from ipylsp.spec import ServerSpec
+from tests.server_pins import IN_TEST_VENV, mismatches
 
 DATA_DIR = locate.data_dir()
 
@@ -42,6 +45,12 @@ def require(server_id: str) -> ServerSpec:
     assert not resolution.warnings, (
         f"{server_id} runs but cannot report: {'; '.join(resolution.warnings)}. "
         "run scripts/bootstrap (CI: .ci/run installs the apt packages)."
+    )
+    wrong = mismatches(server_id, spec.install.kind, resolution.command[0])
+    how = "pip install -e '.[test]'" if server_id in IN_TEST_VENV else "run scripts/bootstrap"
+    assert not wrong, (
+        f"{server_id} at {resolution.command[0]} is not the version the tests pin "
+        f"({'; '.join(wrong)}): {how} (tests/server_pins.py lists the pins)."
     )
     return spec
 
