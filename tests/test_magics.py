@@ -119,6 +119,23 @@ def shell(workspace: Path) -> Iterator[InteractiveShell]:
         locate.invalidate()
 
 
+@pytest.fixture
+def app_written(shell: InteractiveShell, workspace: Path) -> None:
+    """app.py written by a cell (its error is pending), as the module's first check leaves it:
+    the tests that rely on it also pass when run alone."""
+    if not (workspace / "ws" / "app.py").exists():
+        with capture_output():
+            assert shell.run_cell(f"%%writefile app.py\n{APP}", store_history=False).success
+
+
+@pytest.fixture
+def servers_running(shell: InteractiveShell, app_written: None) -> None:
+    """ty and ruff running for the workspace (started unless they already are)."""
+    if sorted(row.state for row in ipylsp.status()) != ["running", "running"]:
+        lsp(shell, "start app.py")
+    assert sorted(row.state for row in ipylsp.status()) == ["running", "running"]
+
+
 def installed_here() -> list[str]:
     """Registry rows whose command sits beside this Python (PATH holds only git, the data dir
     is empty): what `status` and `list` must call installed. Computed without ipylsp's locate."""
@@ -459,7 +476,7 @@ def test_start_check_and_features(shell: InteractiveShell, workspace: Path) -> N
     assert lsp(shell, "symbols empty.py").text == "(no symbols)"
 
 
-def test_pending_hands_over_once(shell: InteractiveShell) -> None:
+def test_pending_hands_over_once(shell: InteractiveShell, app_written: None) -> None:
     with capture_output():
         shell.run_cell("open('pend.py', 'w').write('x: int = \"s\"\\n')", store_history=False)
     first = lsp(shell, "pending").text
@@ -482,7 +499,7 @@ def test_on_off(shell: InteractiveShell) -> None:
     assert lsp(shell, "status").text.endswith("checking cell writes: on")  # type: ignore[union-attr]
 
 
-def test_stop_and_restart(shell: InteractiveShell, workspace: Path) -> None:
+def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_running: None) -> None:
     ws = workspace / "ws"
     pids = {row.server_id: row.pid for row in ipylsp.status()}
     assert lsp(shell, "stop ty").text == "stopped 1 server"
