@@ -266,24 +266,18 @@ def test_cached_answers_follow_directory_changes(
     old = bin_dir.stat().st_mtime_ns - 3600 * 10**9
     for d in locate.search_dirs(_spec(), data):
         os.utime(d, ns=(old, old))
-    calls = 0
-    real = locate._resolve_uncached
-
-    def counting(*args: object) -> object:
-        nonlocal calls
-        calls += 1
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(locate, "_resolve_uncached", counting)
     assert resolve_command(_spec(), data) is None
+    seen = bin_dir.stat().st_mtime_ns
+    server = _exe(bin_dir / "fake-ls")
+    os.utime(bin_dir, ns=(seen, seen))  # bin_dir looks unchanged: the cached answer is served
     assert resolve_command(_spec(), data) is None
-    assert calls == 1  # the second answer came from the cache
-    server = _exe(bin_dir / "fake-ls")  # changes bin_dir's mtime
+    os.utime(bin_dir, ns=(seen + 10**9, seen + 10**9))  # changed: looked up again (and cached)
     assert resolve_command(_spec(), data) == (str(server), "--stdio")
-    assert calls == 2
-    locate.invalidate()
-    resolve_command(_spec(), data)
-    assert calls == 3
+    server.unlink()
+    os.utime(bin_dir, ns=(seen + 10**9, seen + 10**9))
+    assert resolve_command(_spec(), data) == (str(server), "--stdio")  # still the cached answer
+    locate.invalidate()  # forgets every answer
+    assert resolve_command(_spec(), data) is None
 
 
 # ------------------------------------------------------------------------------------ failures

@@ -271,50 +271,35 @@ def test_gate_default_home_is_the_users(tmp_path: Path, monkeypatch: pytest.Monk
 # --------------------------------------------------------------------------- cache
 
 
-def test_cache_hits_skip_the_marker_probes_and_a_new_marker_is_seen(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _keep_mtime(directory: Path, mtime_ns: int) -> None:
+    """Put back a directory's mtime: a change the mtime-validated cache cannot see."""
+    os.utime(directory, ns=(mtime_ns, mtime_ns))
+
+
+def test_cache_hits_skip_the_marker_probes_and_a_new_marker_is_seen(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     a = tmp_path / "a"
     b = a / "b"
     f = _touch(b / "x.py")
     _make_old(tmp_path, a, b)
-    calls = 0
-    real = roots._has_marker
-
-    def counting(*args: object) -> bool:
-        nonlocal calls
-        calls += 1
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(roots, "_has_marker", counting)
     assert find_root(f, PY) == tmp_path
-    first = calls
-    assert first > 0
+    seen = a.stat().st_mtime_ns
+    _touch(a / "pyproject.toml")
+    _keep_mtime(a, seen)  # a looks unchanged: the cached answer is served, no probe
     assert find_root(f, PY) == tmp_path
-    assert calls == first  # served from the cache
-    _touch(a / "pyproject.toml")  # changes a's mtime: the cached answer is revalidated
+    _keep_mtime(a, seen + 10**9)  # a's mtime changed: the answer is looked up again
     assert find_root(f, PY) == a
-    assert calls > first
 
 
-def test_recently_modified_directories_are_not_cached(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_recently_modified_directories_are_not_cached(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
-    f = _touch(tmp_path / "x.py")
-    calls = 0
-    real = roots._has_marker
-
-    def counting(*args: object) -> bool:
-        nonlocal calls
-        calls += 1
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(roots, "_has_marker", counting)
-    find_root(f, PY)
-    find_root(f, PY)
-    assert calls == 2  # tmp_path was just modified: each call looked again
+    p = tmp_path / "p"
+    f = _touch(p / "x.py")  # p was just modified
+    assert find_root(f, PY) == tmp_path
+    seen = p.stat().st_mtime_ns
+    _touch(p / "setup.py")
+    _keep_mtime(p, seen)  # a cached answer would still hold: there is none, p is looked at again
+    assert find_root(f, PY) == p
 
 
 def test_removing_a_marker_is_seen(tmp_path: Path) -> None:
