@@ -49,96 +49,148 @@ def diag(
 # --- remapping ranges -----------------------------------------------------------------------
 
 
-def test_lines_inserted_above_move_the_range_down() -> None:
-    before = "a = foo\nb = 1\n"
-    after = "import os\nimport sys\na = foo\nb = 1\n"
-    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(2, 4, 2, 7)
-
-
-def test_lines_deleted_above_move_the_range_up() -> None:
-    before = "import os\nimport sys\n\na = foo\n"
-    after = "a = foo\n"
-    assert remap_range(before, after, Range.of(3, 4, 3, 7)) == Range.of(0, 4, 0, 7)
-
-
-def test_same_line_edit_shifts_columns() -> None:
-    before = "x = foo + bar\n"
-    after = "x = 1 + foo + bar\n"
-    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(0, 8, 0, 11)
-    assert remap_range(before, after, Range.of(0, 10, 0, 13)) == Range.of(0, 14, 0, 17)
-
-
-def test_deletion_on_the_line_shifts_columns_left() -> None:
-    before = "x = some_long_prefix + foo\n"
-    after = "x = foo\n"
-    assert remap_range(before, after, Range.of(0, 23, 0, 26)) == Range.of(0, 4, 0, 7)
-
-
-def test_emoji_and_cjk_inserted_before_the_column() -> None:
-    before = "s = foo\n"
-    after = 's = "😀名前" + foo\n'
+# Each row: before, after, a range in before, where it lands in after (None: it does not survive).
+REMAPS = [
+    pytest.param(
+        "a = foo\nb = 1\n",
+        "import os\nimport sys\na = foo\nb = 1\n",
+        Range.of(0, 4, 0, 7),
+        Range.of(2, 4, 2, 7),
+        id="lines-inserted-above-move-the-range-down",
+    ),
+    pytest.param(
+        "import os\nimport sys\n\na = foo\n",
+        "a = foo\n",
+        Range.of(3, 4, 3, 7),
+        Range.of(0, 4, 0, 7),
+        id="lines-deleted-above-move-the-range-up",
+    ),
+    pytest.param(
+        "x = foo + bar\n",
+        "x = 1 + foo + bar\n",
+        Range.of(0, 4, 0, 7),
+        Range.of(0, 8, 0, 11),
+        id="same-line-edit-shifts-columns",
+    ),
+    pytest.param(
+        "x = foo + bar\n",
+        "x = 1 + foo + bar\n",
+        Range.of(0, 10, 0, 13),
+        Range.of(0, 14, 0, 17),
+        id="same-line-edit-shifts-later-columns",
+    ),
+    pytest.param(
+        "x = some_long_prefix + foo\n",
+        "x = foo\n",
+        Range.of(0, 23, 0, 26),
+        Range.of(0, 4, 0, 7),
+        id="deletion-on-the-line-shifts-columns-left",
+    ),
     # Code points, not UTF-16 units: the emoji counts as one column.
-    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(0, 12, 0, 15)
+    pytest.param(
+        "s = foo\n",
+        's = "😀名前" + foo\n',
+        Range.of(0, 4, 0, 7),
+        Range.of(0, 12, 0, 15),
+        id="emoji-and-cjk-inserted-before-the-column",
+    ),
+    pytest.param(
+        "x = foo(1)\n",
+        "x = bar(1)\n",
+        Range.of(0, 4, 0, 7),
+        None,
+        id="range-inside-replaced-text-does-not-survive",
+    ),
+    pytest.param(
+        "x = foo(1)\n",
+        "x = bar(1)\n",
+        Range.of(0, 7, 0, 10),
+        Range.of(0, 7, 0, 10),
+        id="unchanged-parentheses-around-a-replaced-call-still-map",
+    ),
+    pytest.param(
+        "print(foo(a, b))\n",
+        "print(foo(a, c, d))\n",
+        Range.of(0, 6, 0, 15),
+        Range.of(0, 6, 0, 18),
+        id="range-containing-an-edit-survives",
+    ),
+    pytest.param(
+        "a = 1\nb = foo\nc = 2\n",
+        "a = 1\nc = 2\n",
+        Range.of(1, 4, 1, 7),
+        None,
+        id="range-on-a-deleted-line-does-not-survive",
+    ),
+    pytest.param(
+        "x = foo\n",
+        "x = (foo\n",
+        Range.of(0, 4, 0, 7),
+        Range.of(0, 5, 0, 8),
+        id="insertion-at-the-range-start-stays-outside-the-range",
+    ),
+    pytest.param(
+        "x = foo\n",
+        "x = (foo\n",
+        Range.of(0, 4, 0, 4),
+        Range.of(0, 5, 0, 5),
+        id="empty-range-at-the-gap-sticks-to-the-following-character",
+    ),
+    pytest.param(
+        "x = foo\n",
+        "x = foo()\n",
+        Range.of(0, 4, 0, 7),
+        Range.of(0, 4, 0, 7),
+        id="insertion-at-the-range-end-stays-outside-the-range",
+    ),
+    pytest.param(
+        "def f(\n    a,\n):\n    pass\n",
+        "# header\ndef f(\n    a, b,\n):\n    pass\n",
+        Range.of(0, 0, 2, 2),
+        Range.of(1, 0, 3, 2),
+        id="multi-line-range-maps-both-ends",
+    ),
+    pytest.param(
+        "a = foo",
+        "# c\na = foo",
+        Range.of(0, 4, 0, 99),
+        Range.of(1, 4, 1, 7),
+        id="positions-past-the-end-are-clamped",
+    ),
+    pytest.param(
+        "a = foo",
+        "# c\na = foo",
+        Range.of(5, 0, 5, 0),
+        Range.of(1, 7, 1, 7),
+        id="lines-past-the-end-are-clamped",
+    ),
+    pytest.param(
+        "a = 1\nb = foo\n",
+        "a = 1\r\nb = foo\r\n",
+        Range.of(1, 4, 1, 7),
+        Range.of(1, 4, 1, 7),
+        id="crlf-versus-lf-changes-nothing",
+    ),
+    pytest.param(
+        "x = foo\ny = bar\nz = 3\n",
+        "if cond:\n    x = foo\n    y = bar\n    z = 3\n",
+        Range.of(0, 4, 0, 7),
+        Range.of(1, 8, 1, 11),
+        id="reindented-block-keeps-its-ranges",
+    ),
+    pytest.param(
+        "x = foo\ny = bar\nz = 3\n",
+        "if cond:\n    x = foo\n    y = bar\n    z = 3\n",
+        Range.of(1, 4, 1, 7),
+        Range.of(2, 8, 2, 11),
+        id="reindented-block-keeps-its-later-ranges",
+    ),
+]
 
 
-def test_range_inside_replaced_text_does_not_survive() -> None:
-    before = "x = foo(1)\n"
-    after = "x = bar(1)\n"
-    assert remap_range(before, after, Range.of(0, 4, 0, 7)) is None
-    # The unchanged call parentheses around it still map.
-    assert remap_range(before, after, Range.of(0, 7, 0, 10)) == Range.of(0, 7, 0, 10)
-
-
-def test_range_containing_an_edit_survives() -> None:
-    before = "print(foo(a, b))\n"
-    after = "print(foo(a, c, d))\n"
-    assert remap_range(before, after, Range.of(0, 6, 0, 15)) == Range.of(0, 6, 0, 18)
-
-
-def test_range_on_a_deleted_line_does_not_survive() -> None:
-    before = "a = 1\nb = foo\nc = 2\n"
-    after = "a = 1\nc = 2\n"
-    assert remap_range(before, after, Range.of(1, 4, 1, 7)) is None
-
-
-def test_insertion_at_the_range_start_stays_outside_the_range() -> None:
-    before = "x = foo\n"
-    after = "x = (foo\n"
-    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(0, 5, 0, 8)
-    # An empty range at the gap sticks to the following character as well.
-    assert remap_range(before, after, Range.of(0, 4, 0, 4)) == Range.of(0, 5, 0, 5)
-
-
-def test_insertion_at_the_range_end_stays_outside_the_range() -> None:
-    before = "x = foo\n"
-    after = "x = foo()\n"
-    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(0, 4, 0, 7)
-
-
-def test_multi_line_range_maps_both_ends() -> None:
-    before = "def f(\n    a,\n):\n    pass\n"
-    after = "# header\ndef f(\n    a, b,\n):\n    pass\n"
-    assert remap_range(before, after, Range.of(0, 0, 2, 2)) == Range.of(1, 0, 3, 2)
-
-
-def test_positions_past_the_end_are_clamped() -> None:
-    before = "a = foo"
-    after = "# c\na = foo"
-    assert remap_range(before, after, Range.of(0, 4, 0, 99)) == Range.of(1, 4, 1, 7)
-    assert remap_range(before, after, Range.of(5, 0, 5, 0)) == Range.of(1, 7, 1, 7)
-
-
-def test_crlf_versus_lf_changes_nothing() -> None:
-    before = "a = 1\nb = foo\n"
-    after = "a = 1\r\nb = foo\r\n"
-    assert remap_range(before, after, Range.of(1, 4, 1, 7)) == Range.of(1, 4, 1, 7)
-
-
-def test_reindented_block_keeps_its_ranges() -> None:
-    before = "x = foo\ny = bar\nz = 3\n"
-    after = "if cond:\n    x = foo\n    y = bar\n    z = 3\n"
-    assert remap_range(before, after, Range.of(0, 4, 0, 7)) == Range.of(1, 8, 1, 11)
-    assert remap_range(before, after, Range.of(1, 4, 1, 7)) == Range.of(2, 8, 2, 11)
+@pytest.mark.parametrize(("before", "after", "old", "new"), REMAPS)
+def test_remap_range(before: str, after: str, old: Range, new: Range | None) -> None:
+    assert remap_range(before, after, old) == new
 
 
 # --- the delta ------------------------------------------------------------------------------
