@@ -7,7 +7,7 @@ exception into the caller.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 ErrorCode = Literal[
     "missing_argument",
@@ -24,20 +24,7 @@ ErrorCode = Literal[
     "ambiguous_symbol",
 ]
 
-CODES: tuple[ErrorCode, ...] = (
-    "missing_argument",
-    "invalid_argument",
-    "unknown_tool",
-    "file_not_found",
-    "outside_workspace",
-    "unsupported_language",
-    "server_unavailable",
-    "timeout",
-    "lsp_error",
-    "server_exited",
-    "symbol_not_found",
-    "ambiguous_symbol",
-)
+CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
 
 
 class ToolError(Exception):
