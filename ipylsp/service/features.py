@@ -19,7 +19,7 @@ from ipylsp.analysis.model import Unknown, UnknownReason
 from ipylsp.lsp import features as lsp_features
 from ipylsp.lsp import languages, protocol
 from ipylsp.lsp.client import ClientError, LanguageClient
-from ipylsp.lsp.features import At
+from ipylsp.lsp.features import At, TextSource
 from ipylsp.service.baseline import read_text
 from ipylsp.service.checker import Checker
 from ipylsp.service.reports import display_path
@@ -80,24 +80,17 @@ async def _hover(client: LanguageClient, at: At, timeout: float) -> FeatureResul
     return FeatureResult("hover", text=await lsp_features.hover(client, at, timeout))
 
 
-async def _definition(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
-    found = await lsp_features.definition(client, at, _texts, timeout)
-    return FeatureResult("definition", locations=found)
+Locate = Callable[[LanguageClient, At, TextSource, float], Awaitable[tuple[Location, ...]]]
 
 
-async def _type_definition(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
-    found = await lsp_features.type_definition(client, at, _texts, timeout)
-    return FeatureResult("type_definition", locations=found)
+def _locations(kind: str, locate: Locate) -> Ask:
+    """A feature whose answer is places (definition, type definition, implementation,
+    references): the same request shape, a different `lsp.features` function."""
 
+    async def ask(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
+        return FeatureResult(kind, locations=await locate(client, at, _texts, timeout))
 
-async def _implementation(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
-    found = await lsp_features.implementation(client, at, _texts, timeout)
-    return FeatureResult("implementation", locations=found)
-
-
-async def _references(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
-    found = await lsp_features.references(client, at, _texts, timeout)
-    return FeatureResult("references", locations=found)
+    return ask
 
 
 async def _completions(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
@@ -112,10 +105,14 @@ async def _symbols(client: LanguageClient, at: At, timeout: float) -> FeatureRes
 
 PROVIDERS: dict[str, tuple[str, Ask]] = {
     "hover": ("hoverProvider", _hover),
-    "definition": ("definitionProvider", _definition),
-    "type_definition": ("typeDefinitionProvider", _type_definition),
-    "implementation": ("implementationProvider", _implementation),
-    "references": ("referencesProvider", _references),
+    "definition": ("definitionProvider", _locations("definition", lsp_features.definition)),
+    "type_definition": (
+        "typeDefinitionProvider", _locations("type_definition", lsp_features.type_definition)
+    ),
+    "implementation": (
+        "implementationProvider", _locations("implementation", lsp_features.implementation)
+    ),
+    "references": ("referencesProvider", _locations("references", lsp_features.references)),
     "completions": ("completionProvider", _completions),
     "symbols": ("documentSymbolProvider", _symbols),
 }
