@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ipylsp.analysis.edits import TextEdit
+
 
 @dataclass(frozen=True, slots=True)
 class Location:
@@ -37,3 +39,17 @@ class Completion:
     label: str
     kind: str | None = None
     detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CodeAction:
+    """A quick fix a server offers for problems on a line: its edits (never applied here), or
+    the server command it would run instead (which no preview can show)."""
+
+    title: str
+    server_id: str
+    kind: str | None = None
+    edits: tuple[TextEdit, ...] = ()
+    command: str | None = None
+    fixes: tuple[str, ...] = ()
+    """Codes of the diagnostics the action fixes (e.g. "F401")."""

@@ -13,8 +13,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
-from ipylsp.analysis.answers import Location, Symbol
+from ipylsp.analysis.answers import CodeAction, Completion, Location, Symbol
+from ipylsp.analysis.edits import TextEdit
 from ipylsp.analysis.model import Unknown, UnknownReason
 from ipylsp.lsp import features as lsp_features
 from ipylsp.lsp import languages, protocol
@@ -26,7 +28,27 @@ from ipylsp.service.reports import display_path
 
 MAX_ITEMS = lsp_features.MAX_ITEMS
 
-__all__ = ["PROVIDERS", "FeatureResult", "Location", "Symbol", "request_feature"]
+__all__ = [
+    "PROVIDERS",
+    "CodeAction",
+    "FeatureFailure",
+    "FeatureResult",
+    "Location",
+    "Symbol",
+    "request_feature",
+]
+
+FeatureFailure = Literal[
+    "no_file",  # the file does not exist (or is not readable text)
+    "no_language",  # no language server knows the file's kind
+    "no_provider",  # the file's servers run, but none offers the feature
+    "not_installed",  # a server for the file is missing (`hint`: how to install it)
+    "broken",  # a server is marked broken (`hint`: how to restart it)
+    "timed_out",
+    "crashed",
+    "failed",  # the server answered with an error or an answer that does not fit the protocol
+]
+"""Why a `FeatureResult` has no answer, for surfaces that map it (agent error codes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +61,14 @@ class FeatureResult:
     locations: tuple[Location, ...] = ()
     items: tuple[str, ...] = ()
     symbols: tuple[Symbol, ...] = ()
+    completions: tuple[Completion, ...] = ()
+    edits: tuple[TextEdit, ...] = ()
+    actions: tuple[CodeAction, ...] = ()
     error: str = ""
+    reason: FeatureFailure | None = None
+    """Set with `error`: why there is no answer."""
+    hint: str = ""
+    """With `reason` not_installed / broken: what to run to get the server."""
 
     def format(self, root: Path | None = None) -> str:
         """The answer as people and agents read it: 1-based positions, paths relative to root."""
@@ -126,7 +155,13 @@ async def request_feature(
     line: int,
     column: int,
     deadline: float,
+    *,
+    direction: str = "incoming",
+    new_name: str = "",
+    query: str = "",
 ) -> FeatureResult:
+    """`direction` is for "calls", `new_name` for "rename", `query` for "workspace_symbols"
+    (whose `path` only chooses the servers)."""
     if kind not in PROVIDERS:
         raise ValueError(f"unknown feature {kind!r}")
     text = read_text(path)

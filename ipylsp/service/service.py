@@ -269,28 +269,41 @@ class Service:
         column: int = 0,
         *,
         timeout: float | None = None,
+        direction: str = "incoming",
+        new_name: str = "",
+        query: str = "",
     ) -> FeatureResult:
-        """hover / definition / references / completions / symbols at a 0-based position."""
+        """A language feature (`PROVIDERS`: hover, definition, ..., rename, code_actions) at a
+        0-based position. `direction` is for calls ("incoming"/"outgoing"), `new_name` for
+        rename, `query` for workspace_symbols (where `path` only chooses the servers)."""
         if kind not in PROVIDERS:
             raise ValueError(f"unknown feature {kind!r}; one of {', '.join(PROVIDERS)}")
         if not isinstance(line, int) or not isinstance(column, int) or line < 0 or column < 0:
             raise ValueError("line and column must be non-negative integers")
         budget = self._settings.wait_budget if timeout is None else float(timeout)
         deadline = time.monotonic() + budget
-        coro = self._feature(kind, self._normalize(path), line, column, deadline)
+        coro = self._feature(
+            kind, self._normalize(path), line, column, deadline,
+            {"direction": direction, "new_name": new_name, "query": query},
+        )
         try:
             return self._background().run(coro, budget + _HANDOVER_MARGIN)
         except LoopTimeout:
-            return FeatureResult(kind, error=f"no answer within {budget:.1f} s")
+            return FeatureResult(
+                kind, error=f"no answer within {budget:.1f} s", reason="timed_out"
+            )
 
     async def _feature(
-        self, kind: str, path: Path, line: int, column: int, deadline: float
+        self, kind: str, path: Path, line: int, column: int, deadline: float,
+        options: dict[str, str],
     ) -> FeatureResult:
         try:
-            return await request_feature(self._checker, kind, path, line, column, deadline)
+            return await request_feature(
+                self._checker, kind, path, line, column, deadline, **options
+            )
         except Exception as exc:  # an odd file or server answer must not reach the caller
             log.exception("%s of %s failed", kind, path)
-            return FeatureResult(kind, error=f"failed: {exc!r}")
+            return FeatureResult(kind, error=f"failed: {exc!r}", reason="failed")
 
     def diagnostics(self, path: str | os.PathLike[str] | None = None) -> Report:
         """Last known diagnostics (no server round trip), for one file or all checked files."""
