@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ipylsp._version import __version__
@@ -116,6 +117,20 @@ def symbols(path: str | os.PathLike[str]) -> FeatureResult:
     return get_service().feature("symbols", path)
 
 
+def subscribe(callback: Callable[[Report], object]) -> None:
+    """Call `callback(report)` with every report as it is made (each cell's check, each
+    `check`, each agent tool's check, late answers): for agent loops in the kernel.
+
+    It runs on the thread that made the report (ipylsp's loop for late answers): keep it
+    quick. A callback that raises is logged and unsubscribed; it never breaks a check."""
+    get_service().subscribe(callback)
+
+
+def unsubscribe(callback: Callable[[Report], object]) -> bool:
+    """Stop calling `callback`; False when it was not subscribed."""
+    return get_service().unsubscribe(callback)
+
+
 def status() -> list[SlotStatus]:
     """Running, starting and broken servers per (server, root)."""
     return get_service().status()
@@ -152,5 +167,7 @@ __all__ = [
     "pending",
     "references",
     "status",
+    "subscribe",
     "symbols",
+    "unsubscribe",
 ]

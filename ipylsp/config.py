@@ -35,6 +35,10 @@ class IPyLSP(Configurable):
         6000, min=0, help="Characters of a cell's text/plain report, on top of the caps (the cut "
         "is announced; the rest on `%lsp pending`). 0: no limit."
     ).tag(config=True)
+    max_answer_chars = Int(
+        4000, min=0, help="Characters of one agent tool answer (`ipylsp.agent`); the rest is "
+        "announced as `... N more`. 0: no limit."
+    ).tag(config=True)
     max_files_per_check = Int(
         200, min=0, help="Files of one cell checked at once (existing ones first); the rest on "
         "`%lsp check`. 0: no limit."
@@ -117,6 +121,7 @@ class IPyLSP(Configurable):
             max_per_file=int(self.max_per_file),
             max_per_report=int(self.max_per_report),
             max_report_chars=int(self.max_report_chars),
+            max_answer_chars=int(self.max_answer_chars),
             max_files_per_check=int(self.max_files_per_check),
             language_servers=language_servers or Settings().language_servers,
             servers={k: ServerOverride.from_mapping(v) for k, v in self.servers.items()},

@@ -99,6 +99,9 @@ class Settings:
     """Characters of a report's text/plain, on top of the caps (agent tools drop or stub
     bigger outputs: jupyter-ai-tools stubs a cell's outputs over 10,000 JSON characters); the
     cut is announced. 0 means no limit."""
+    max_answer_chars: int = 4000
+    """Characters of one agent tool answer (`ipylsp.agent`); what does not fit ends with
+    `... N more`. 0 means no limit."""
     language_servers: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_LANGUAGE_SERVERS)
     )

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ipylsp.analysis.model import Report
 from ipylsp.service.checker import Checker
-from ipylsp.service.pending import PendingChannel
 from ipylsp.service.runs import Job, ServerRun
+from ipylsp.service.subscribers import ReportSink
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +27,9 @@ log = logging.getLogger(__name__)
 class LateAnswers:
     """Runs of earlier checks still going; their answers are recorded as pending."""
 
-    def __init__(self, checker: Checker, pending: PendingChannel) -> None:
+    def __init__(self, checker: Checker, sink: ReportSink) -> None:
         self._checker = checker
-        self._pending = pending
+        self._sink = sink
         self._waiting: dict[asyncio.Task[None], list[Job]] = {}
 
     def adopt(self, late: list[tuple[ServerRun, list[Job]]]) -> None:
@@ -75,7 +75,7 @@ class LateAnswers:
             if report is not None:
                 files.append(report)
         if files:
-            self._pending.record(Report(files=tuple(files)))
+            self._sink.record(Report(files=tuple(files)))
 
     async def close(self) -> None:
         for jobs in list(self._waiting.values()):

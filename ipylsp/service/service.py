@@ -29,6 +29,7 @@ from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
 from ipylsp.service.pool import ClientPool, SlotStatus
 from ipylsp.service.reports import common_root, failed_files, known_report
+from ipylsp.service.subscribers import ReportSink, Subscriber
 from ipylsp.settings import Settings
 
 if TYPE_CHECKING:  # servers (and installers) are imported on first use, off the check path
@@ -53,7 +54,8 @@ class Service:
         self._pool = ClientPool(self._settings)
         self._checker = Checker(self._settings, self._pool)
         self._pending = PendingChannel()
-        self._late = LateAnswers(self._checker, self._pending)
+        self._sink = ReportSink(self._pending)
+        self._late = LateAnswers(self._checker, self._sink)
         self._unchecked: list[FileCheck] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -160,9 +162,34 @@ class Service:
             notes=tuple(notes),
             unknown=tuple(result.unknown),
         )
-        self._pending.record(report)
+        self._sink.record(
+            report, proposed=frozenset(str(f.path) for f in files if f.content is not None)
+        )
         self._publish_status(rows)
         return report
+
+    def subscribe(self, callback: Subscriber) -> None:
+        """Call `callback(report)` with every report as it is made: checks (preflights
+        included) and late answers. A callback that raises is logged and unsubscribed."""
+        self._sink.subscribe(callback)
+
+    def unsubscribe(self, callback: Subscriber) -> bool:
+        """Stop calling `callback`; False when it was not subscribed."""
+        return self._sink.unsubscribe(callback)
+
+    def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
+        """Checked files (all, or those of `paths`) whose text on disk is no longer the text
+        last checked: an editor, another process or `git checkout` changed them."""
+        from ipylsp.service.baseline import read_text
+
+        known = self._checker.known
+        candidates = list(known) if paths is None else [p for p in paths if p in known]
+        changed = []
+        for path in candidates:
+            entry = known.get(path)
+            if entry is not None and read_text(path) != entry.text:
+                changed.append(path)
+        return changed
 
     def check_rest(
         self,

@@ -1,0 +1,36 @@
+"""`ToolResult`: what every tool call returns, on every surface (in-kernel loops, MCP, HTTP)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ipylsp.agent.errors import ErrorCode, ToolError
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """`text` is written for the model; `data` is the same answer structured (the versioned
+    diagnostics schema for checks); a failure has `ok=False` and an `error_code` (`CODES`)
+    whose `text` says what to do next."""
+
+    ok: bool
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+    error_code: ErrorCode | None = None
+
+    @classmethod
+    def failure(cls, error: ToolError) -> ToolResult:
+        return cls(
+            ok=False,
+            text=f"error [{error.code}]: {error.message}",
+            data={"error": {"code": error.code, "message": error.message}},
+            error_code=error.code,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (HTTP routes, logs)."""
+        return {"ok": self.ok, "text": self.text, "data": self.data, "error_code": self.error_code}
+
+    def __str__(self) -> str:
+        return self.text

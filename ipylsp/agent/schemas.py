@@ -1,0 +1,105 @@
+"""The tool table in each vendor's shape, and argument validation against the same schemas.
+
+- "openai": Chat Completions function tools, `{"type": "function", "function": {...}}`.
+- "anthropic": Messages API tools, `{"name", "description", "input_schema"}`.
+- "mcp": MCP `Tool` objects, `{"name", "description", "inputSchema", "annotations"}`.
+
+Arguments are validated with `jsonschema` (the field's library) against the very schema the
+model was given; a missing required argument is `missing_argument`, anything else that does
+not fit is `invalid_argument`, each with a message naming the argument.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, Literal
+
+from ipylsp.agent.errors import ToolError
+from ipylsp.agent.registry import TOOLS, Arguments, Tool
+
+if TYPE_CHECKING:
+    import jsonschema
+
+Format = Literal["openai", "anthropic", "mcp"]
+FORMATS: tuple[Format, ...] = ("openai", "anthropic", "mcp")
+
+
+def mcp_annotations(tool: Tool) -> dict[str, Any]:
+    """MCP tool annotations: nothing here writes a file or changes the world beyond the
+    language servers' view, and calling twice answers the same."""
+    return {
+        "title": tool.title or tool.name.replace("_", " "),
+        "readOnlyHint": tool.read_only,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+
+
+def tool_schema(tool: Tool, format: Format) -> dict[str, Any]:
+    parameters = tool.parameters()
+    if format == "openai":
+        return {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": parameters,
+            },
+        }
+    if format == "anthropic":
+        return {"name": tool.name, "description": tool.description, "input_schema": parameters}
+    if format == "mcp":
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            "inputSchema": parameters,
+            "annotations": mcp_annotations(tool),
+        }
+    raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+
+
+def tool_schemas(format: Format = "openai") -> list[dict[str, Any]]:
+    """Every tool's definition in `format` ("openai", "anthropic" or "mcp")."""
+    return [tool_schema(tool, format) for tool in TOOLS.values()]
+
+
+@functools.cache
+def _validator(name: str) -> jsonschema.protocols.Validator:
+    from jsonschema import Draft202012Validator
+
+    schema = TOOLS[name].parameters()
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def validate(tool: Tool, arguments: Arguments) -> None:
+    """`ToolError` (missing_argument / invalid_argument) when `arguments` do not fit."""
+    if not isinstance(arguments, dict):
+        raise ToolError(
+            "invalid_argument", f"arguments must be a JSON object, not {type(arguments).__name__}"
+        )
+    errors = sorted(_validator(tool.name).iter_errors(arguments), key=lambda e: e.path)
+    if not errors:
+        return
+    error = errors[0]
+    if error.validator == "required":
+        missing = [n for n in tool.required if n not in arguments]
+        raise ToolError(
+            "missing_argument",
+            f"{tool.name} needs `{'`, `'.join(missing)}`: {_signature(tool)}",
+        )
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(arguments) - set(tool.properties))
+        raise ToolError(
+            "invalid_argument",
+            f"{tool.name} takes no `{'`, `'.join(unknown)}`: {_signature(tool)}",
+        )
+    where = ".".join(str(p) for p in error.path) or "arguments"
+    raise ToolError("invalid_argument", f"`{where}`: {error.message}; {_signature(tool)}")
+
+
+def _signature(tool: Tool) -> str:
+    """`lsp_hover(path, line, column?, symbol?, occurrence?)` for error messages."""
+    names = [n if n in tool.required else f"{n}?" for n in tool.properties]
+    return f"{tool.name}({', '.join(names)})"

@@ -1,0 +1,136 @@
+"""`Toolbox`: the tools bound to one Service and one workspace root, and the dispatcher that
+never raises: bad arguments, a missing server, a timeout or a bug of ours all come back as a
+failed `ToolResult` with an error code and one line saying what to do next."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ipylsp.agent.errors import ErrorCode, ToolError
+from ipylsp.agent.registry import TOOLS, Arguments
+from ipylsp.agent.result import ToolResult
+from ipylsp.agent.workspace import Workspace
+
+if TYPE_CHECKING:
+    from ipylsp.service.features import FeatureFailure, FeatureResult
+    from ipylsp.service.service import Service
+
+log = logging.getLogger(__name__)
+
+_FAILURES: dict[FeatureFailure, ErrorCode] = {
+    "no_file": "file_not_found",
+    "no_language": "unsupported_language",
+    "no_provider": "server_unavailable",
+    "not_installed": "server_unavailable",
+    "broken": "server_unavailable",
+    "timed_out": "timeout",
+    "crashed": "server_exited",
+    "failed": "lsp_error",
+}
+
+_NEXT_STEP: dict[ErrorCode, str] = {
+    "timeout": "retry in a moment (the server may still be starting or indexing); "
+    "lsp_status shows what runs",
+    "server_exited": "retry: the server restarts on the next call; lsp_status shows it",
+    "lsp_error": "try another position or tool",
+    "unsupported_language": "ipylsp has no language server for this kind of file",
+}
+
+
+class Toolbox:
+    """The agent tools for `root` (default: the current directory), answered by `service`
+    (default: the process-wide one, shared with the notebook's own checks)."""
+
+    def __init__(
+        self,
+        service: Service | None = None,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        max_chars: int | None = None,
+    ) -> None:
+        self._service = service
+        self.workspace = Workspace(Path.cwd() if root is None else root)
+        self._max_chars = max_chars
+
+    @property
+    def service(self) -> Service:
+        if self._service is None:
+            from ipylsp.service.shared import get_service
+
+            self._service = get_service()
+        return self._service
+
+    @property
+    def max_chars(self) -> int:
+        """Characters of one answer's text (`max_answer_chars`)."""
+        if self._max_chars is not None:
+            return self._max_chars
+        return self.service.settings.max_answer_chars
+
+    # -- the dispatcher ------------------------------------------------------------------------
+
+    def call(self, name: str, arguments: Arguments | None = None) -> ToolResult:
+        """Run tool `name`; never raises."""
+        from ipylsp.agent.schemas import validate
+
+        try:
+            found = TOOLS.get(name) if isinstance(name, str) else None
+            if found is None:
+                raise ToolError(
+                    "unknown_tool", f"there is no tool {name!r}; the tools are {', '.join(TOOLS)}"
+                )
+            args = {} if arguments is None else arguments
+            validate(found, args)
+            return found.run(self, args)
+        except ToolError as error:
+            return ToolResult.failure(error)
+        except Exception as exc:  # our bug must reach the model as an answer, not a traceback
+            log.exception("tool %s failed", name)
+            return ToolResult.failure(ToolError("lsp_error", f"ipylsp failed: {exc!r}"))
+
+    # -- helpers for the tools -----------------------------------------------------------------
+
+    def feature(
+        self,
+        kind: str,
+        path: Path,
+        line: int = 0,
+        column: int = 0,
+        *,
+        direction: str = "incoming",
+        new_name: str = "",
+        query: str = "",
+    ) -> FeatureResult:
+        """`Service.feature`, its failure raised as the matching `ToolError`."""
+        result = self.service.feature(
+            kind, path, line, column, direction=direction, new_name=new_name, query=query
+        )
+        if result.reason is None and not result.error:
+            return result
+        code = _FAILURES.get(result.reason, "lsp_error") if result.reason else "lsp_error"
+        detail = result.error.strip() or f"{kind} failed"
+        step = result.hint or _NEXT_STEP.get(code, "")
+        if result.reason == "no_provider":
+            step = "no server for this file offers it; lsp_status lists the installed servers"
+        raise ToolError(code, f"{detail}; {step}" if step else detail)
+
+    def read(self, path: Path) -> str:
+        """A file's text as the servers see it (undecodable bytes replaced)."""
+        try:
+            return path.read_bytes().decode("utf-8", errors="replace")
+        except OSError as exc:
+            shown = self.workspace.shown(path)
+            raise ToolError("file_not_found", f"{shown}: {exc.strerror}") from None
+
+
+def call_tool(name: str, arguments: Arguments | None = None, **options: Any) -> ToolResult:
+    """Run tool `name` with the process-wide service, the workspace root being the current
+    directory (`root=` to choose another). Never raises."""
+    try:
+        box = Toolbox(**options)
+    except (TypeError, ValueError) as exc:
+        return ToolResult.failure(ToolError("invalid_argument", str(exc)))
+    return box.call(name, arguments)

@@ -1,0 +1,181 @@
+"""lsp_check, lsp_diagnostics, lsp_pending, lsp_status: what writes introduced and fixed, what
+is wrong now, what runs. Reports come as the `<diagnostics>` text block cells show and as the
+versioned JSON (`data`), their paths relative to the agent's workspace root."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ipylsp.agent.errors import ToolError
+from ipylsp.agent.registry import PATH, SEVERITY, Arguments, tool
+from ipylsp.agent.result import ToolResult
+from ipylsp.analysis.model import Report
+
+if TYPE_CHECKING:
+    from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.analysis.report import FormatOptions
+
+MORE_HINT = "lsp_pending"
+
+
+def _options(box: Toolbox, args: Arguments, **overrides: Any) -> FormatOptions:
+    from ipylsp.analysis.report import FormatOptions
+
+    values: dict[str, Any] = {"max_report_chars": box.max_chars, "more_hint": MORE_HINT}
+    if "severity" in args:
+        values["severity"] = args["severity"]
+    values.update(overrides)
+    return FormatOptions.from_settings(box.service.settings, **values)
+
+
+def _in_workspace(box: Toolbox, report: Report) -> Report:
+    """The report's files inside the workspace, shown relative to its root."""
+    files = tuple(
+        dataclasses.replace(f, display_path=box.workspace.shown(f.path))
+        for f in report.files
+        if box.workspace.contains(f.path)
+    )
+    return dataclasses.replace(report, files=files, root=box.workspace.root)
+
+
+def _answer(report: Report, options: FormatOptions, empty: str) -> ToolResult:
+    from ipylsp.analysis.report import format_text, to_json
+
+    text = format_text(report, options).strip() or empty + _hidden(report, options)
+    return ToolResult(ok=True, text=text, data=to_json(report, options))
+
+
+def _hidden(report: Report, options: FormatOptions) -> str:
+    """`; 2 warnings not shown (severity="all" shows them)` for an empty answer that the
+    severity filter emptied: "no problems" must not hide that there are some."""
+    below = Counter(
+        d.severity.name.lower() for f in report.files for d in f.diagnostics
+        if not options.shows(d.severity)
+    )
+    if not below:
+        return ""
+    counts = ", ".join(
+        f"{n} {kind}{'s' if n > 1 and kind != 'information' else ''}"
+        for kind, n in sorted(below.items())
+    )
+    return f"; {counts} not shown (severity=\"all\" shows them)"
+
+
+def _servers(report: Report) -> str:
+    names = sorted({s for f in report.files for s in f.servers})
+    return f" ({', '.join(names)})" if names else ""
+
+
+def _require_language(box: Toolbox, path: Path) -> None:
+    from ipylsp.lsp import languages
+
+    if languages.language_id(path) is None:
+        raise ToolError(
+            "unsupported_language",
+            f"no language server reads {box.workspace.shown(path)} (unknown file type)",
+        )
+
+
+@tool(
+    "lsp_check",
+    "What the file's current text introduced since ipylsp last saw it (or, with `content`, "
+    "what that proposed text would introduce: nothing is written), and what it fixed, in "
+    "this file and in files it breaks elsewhere. Call it after every edit, or before writing.",
+    {
+        "path": PATH,
+        "content": {
+            "type": "string",
+            "description": "A proposed full text for the file, checked without being written.",
+        },
+        "severity": SEVERITY,
+    },
+    required=("path",),
+)
+def lsp_check(box: Toolbox, args: Arguments) -> ToolResult:
+    content = args.get("content")
+    path = box.workspace.resolve(args["path"], must_exist=content is None)
+    _require_language(box, path)
+    report = _in_workspace(box, box.service.check(path, content=content))
+    shown = box.workspace.shown(path)
+    if content is not None:
+        empty = f"proposed content of {shown}: no new problems{_servers(report)}; not written"
+        result = _answer(report, _options(box, args), empty)
+        if result.text != empty:
+            result = dataclasses.replace(result, text=result.text + "\n(proposed content; "
+                                         "nothing was written)")
+        return result
+    return _answer(report, _options(box, args), f"{shown}: no new problems{_servers(report)}")
+
+
+@tool(
+    "lsp_diagnostics",
+    "Every current problem of one file, or of every file ipylsp has checked in the "
+    "workspace. Files changed on disk since are checked again first.",
+    {"path": PATH, "severity": SEVERITY},
+)
+def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
+    from ipylsp.service.batch import FileCheck
+
+    service = box.service
+    if "path" in args:
+        path: Path | None = box.workspace.resolve(args["path"])
+        assert path is not None
+        _require_language(box, path)
+        known = service.diagnostics(path).files
+        stale = [path] if not known else service.changed_on_disk([path])
+    else:
+        path = None
+        stale = [p for p in service.changed_on_disk() if box.workspace.contains(p)]
+    if stale:
+        service.check_files([FileCheck(p) for p in stale])
+    report = _in_workspace(box, service.diagnostics(path))
+    empty = "no known problems" if report.files else "nothing checked yet: lsp_check a file"
+    return _answer(report, _options(box, args), empty)
+
+
+@tool(
+    "lsp_pending",
+    "Problems that writes introduced and that have not been handed over yet (from cells, "
+    "other tools, or answers that came late); each is handed over once.",
+    {},
+)
+def lsp_pending(box: Toolbox, args: Arguments) -> ToolResult:
+    options = _options(box, {}, severity="all")
+    report = box.service.pending(options, again="lsp_pending")
+    # What was taken is handed over whole: it is forgotten, so none of it may be cut.
+    return _answer(_in_workspace(box, report), dataclasses.replace(options, max_report_chars=0),
+                   "nothing pending")
+
+
+@tool(
+    "lsp_status",
+    "The language servers: which run for which workspace, which are starting or broken, and "
+    "which are installed.",
+    {},
+)
+def lsp_status(box: Toolbox, args: Arguments) -> ToolResult:
+    service = box.service
+    rows = service.status()
+    lines = [f"workspace: {box.workspace.root}"]
+    lines += [
+        f"{r.server_id}: {r.state}{f' ({r.detail})' if r.detail and r.detail != r.state else ''}"
+        f" for {box.workspace.shown(r.root)}"
+        for r in rows
+    ] or ["no server runs yet (they start on the first check or query)"]
+    installed = [row.server_id for row in service.servers(installed_only=True).rows]
+    lines.append(f"installed: {', '.join(installed) or 'none'}")
+    lines.append(f"pending problems: {service.pending_count}")
+    data = {
+        "workspace": str(box.workspace.root),
+        "servers": [
+            {"server": r.server_id, "state": r.state, "detail": r.detail,
+             "root": str(r.root), "pid": r.pid}
+            for r in rows
+        ],
+        "installed": installed,
+        "pending": service.pending_count,
+    }
+    return ToolResult(ok=True, text="\n".join(lines), data=data)

@@ -1,0 +1,159 @@
+"""Queries at a place: hover, definition, type definition, implementation, references, calls,
+completions; and lsp_symbols (a file's outline or a workspace search). Places come from
+`targets` (by line and column or by name); answers are `path:line:col: <source line>`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ipylsp.agent.registry import PATH, POSITION, Arguments, Run, tool
+from ipylsp.agent.result import ToolResult
+from ipylsp.agent.targets import Target, target
+from ipylsp.agent.text import (
+    SourceLines,
+    fit,
+    location_data,
+    location_line,
+    plain,
+    symbol_data,
+    symbol_line,
+)
+from ipylsp.analysis.answers import Symbol
+
+if TYPE_CHECKING:
+    from ipylsp.agent.toolbox import Toolbox
+
+MAX_COMPLETIONS = 20
+_AT = "Point at it with `path` + `line` + `symbol` (or `column`), or a `symbol` name alone."
+
+
+def _where(box: Toolbox, at: Target) -> dict[str, object]:
+    return {"path": box.workspace.shown(at.path), "line": at.line + 1, "column": at.column + 1}
+
+
+@tool("lsp_hover", f"The type and documentation of the symbol at a place. {_AT}", POSITION)
+def lsp_hover(box: Toolbox, args: Arguments) -> ToolResult:
+    at = target(box, args)
+    answer = box.feature("hover", at.path, at.line, at.column)
+    text = plain(answer.text)
+    shown = fit(text.splitlines(), box.max_chars) if text else "(no hover information here)"
+    return ToolResult(ok=True, text=shown, data={
+        "at": _where(box, at), "hover": text, "server": answer.server_id,
+    })
+
+
+def _places(kind: str, noun: str) -> Run:
+    """A query whose answer is places (definition, type definition, implementation,
+    references): one line per place, with the source line there."""
+
+    def run(box: Toolbox, args: Arguments) -> ToolResult:
+        at = target(box, args)
+        answer = box.feature(kind, at.path, at.line, at.column)
+        sources = SourceLines()
+        lines = [location_line(box.workspace, loc, sources) for loc in answer.locations]
+        return ToolResult(
+            ok=True,
+            text=fit(lines, box.max_chars) if lines else f"(no {noun} found)",
+            data={
+                "at": _where(box, at),
+                "locations": [location_data(box.workspace, loc, sources)
+                              for loc in answer.locations],
+                "server": answer.server_id,
+            },
+        )
+
+    return run
+
+
+tool("lsp_definition", f"Where the symbol at a place is defined. {_AT}", POSITION)(
+    _places("definition", "definition"))
+tool("lsp_type_definition", f"Where the type of the symbol at a place is defined. {_AT}",
+     POSITION)(_places("type_definition", "type definition"))
+tool("lsp_implementation",
+     f"The implementations of the interface, abstract method or protocol at a place. {_AT}",
+     POSITION)(_places("implementation", "implementation"))
+tool("lsp_references", f"Every reference to the symbol at a place, its definition included. {_AT}",
+     POSITION)(_places("references", "references"))
+
+
+@tool(
+    "lsp_calls",
+    f"Who calls the function at a place (`incoming`), or what it calls (`outgoing`). {_AT}",
+    {**POSITION, "direction": {
+        "type": "string", "enum": ["incoming", "outgoing"], "default": "incoming",
+        "description": "incoming: its callers; outgoing: the functions it calls.",
+    }},
+)
+def lsp_calls(box: Toolbox, args: Arguments) -> ToolResult:
+    at = target(box, args)
+    direction = args.get("direction", "incoming")
+    answer = box.feature("calls", at.path, at.line, at.column, direction=direction)
+    if not answer.symbols:
+        return ToolResult(ok=True, text="(no function to follow here)", data={"calls": []})
+    own, others = answer.symbols[0], answer.symbols[1:]
+    head = f"{direction} calls of {symbol_line(box.workspace, own).strip()}:"
+    lines = [symbol_line(box.workspace, s).strip() for s in others] or ["(none)"]
+    return ToolResult(ok=True, text=head + "\n" + fit(lines, box.max_chars - len(head)), data={
+        "direction": direction,
+        "function": symbol_data(box.workspace, own),
+        "calls": [symbol_data(box.workspace, s) for s in others],
+    })
+
+
+@tool(
+    "lsp_symbols",
+    "A file's outline (`path`), or a search for symbols by name across the workspace "
+    "(`query`); with both, the file's symbols whose name contains `query`.",
+    {"path": PATH, "query": {
+        "type": "string", "minLength": 1, "description": "A name or part of one.",
+    }},
+    extra={"anyOf": [{"required": ["path"]}, {"required": ["query"]}]},
+)
+def lsp_symbols(box: Toolbox, args: Arguments) -> ToolResult:
+    from ipylsp.agent.targets import one_file_per_language
+
+    query = args.get("query")
+    if "path" in args:
+        path = box.workspace.resolve(args["path"])
+        found = box.feature("symbols", path).symbols
+        if query:
+            found = tuple(s for s in found if query.lower() in s.name.lower())
+        lines = [f"{'  ' * s.depth}{s.kind} {s.name}  {s.line + 1}:{s.column + 1}" for s in found]
+        data = [symbol_data(box.workspace, s, path) for s in found]
+    else:
+        found_all: dict[tuple[Path | None, int, int], Symbol] = {}
+        for sample in one_file_per_language(box):
+            answer = box.feature("workspace_symbols", sample, query=query or "")
+            for s in answer.symbols:
+                found_all.setdefault((s.path, s.line, s.column), s)
+        symbols = list(found_all.values())
+        lines = [symbol_line(box.workspace, s).strip() for s in symbols]
+        data = [symbol_data(box.workspace, s) for s in symbols]
+    text = fit(lines, box.max_chars) if lines else "(no symbols)"
+    return ToolResult(ok=True, text=text, data={"symbols": data})
+
+
+@tool(
+    "lsp_completions",
+    f"What may be typed at a place (at most {MAX_COMPLETIONS}): names, members, keywords. "
+    "Give the exact `line` and `column` (1-based, where the cursor would be).",
+    {"path": PATH, "line": POSITION["line"], "column": POSITION["column"]},
+    required=("path", "line", "column"),
+)
+def lsp_completions(box: Toolbox, args: Arguments) -> ToolResult:
+    at = target(box, args)
+    answer = box.feature("completions", at.path, at.line, at.column)
+    items = answer.completions[:MAX_COMPLETIONS]
+    lines = [
+        " ".join(part for part in (c.label, f"({c.kind})" if c.kind else "",
+                                   c.detail or "") if part)
+        for c in items
+    ]
+    if not lines:
+        return ToolResult(ok=True, text="(no completions here)", data={"completions": []})
+    return ToolResult(ok=True, text=fit(lines, box.max_chars), data={
+        "completions": [{"label": c.label, "kind": c.kind, "detail": c.detail} for c in items],
+        "server": answer.server_id,
+    })
+
