@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ def _matches(symbols: Sequence[Symbol], wanted: str) -> list[Symbol]:
             continue
         if owner and not (container == owner or container.endswith("." + owner)):
             continue
-        found.append(symbol)
+        found.append(dataclasses.replace(symbol, container=container or None))
     return found
 
 

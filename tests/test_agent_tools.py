@@ -1,0 +1,467 @@
+"""The agent tools (`ipylsp.agent`) on real servers (ty + ruff) and, for faults real servers
+cannot produce on demand, the fake server: schemas in every vendor shape, every error code,
+positions by symbol, confinement, fresh answers after writes behind ipylsp's back, the answer
+budget and subscriptions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+import ipylsp
+from ipylsp.agent import CODES, FORMATS, TOOLS, Toolbox, ToolResult, call_tool, tool_schemas
+from ipylsp.agent.tools import ORDER
+from ipylsp.analysis.model import Report
+from ipylsp.service.service import Service
+from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerSpec
+from tests.conftest import fake_command
+from tests.real_servers import require, write
+
+SHAPES = (
+    "class Shape:\n"
+    "    def area(self) -> float:\n"
+    "        return 0.0\n"
+    "\n"
+    "\n"
+    "class Square(Shape):\n"
+    "    def area(self) -> float:\n"
+    "        return 1.0\n"
+)
+MAIN = (
+    "from shapes import Square\n"
+    "\n"
+    "sq = Square()\n"
+    "total = sq.area() + sq.area()\n"
+)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    require("ty")
+    require("ruff")
+    base = tmp_path_factory.mktemp("agent")
+    with pytest.MonkeyPatch.context() as patch:
+        home = base / "home"
+        home.mkdir()
+        patch.setenv("HOME", str(home))
+        patch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+        ws = base / "ws"
+        ws.mkdir()
+        os.system(f"git init -q {ws}")
+        yield ws
+
+
+@pytest.fixture(scope="module")
+def service(root: Path) -> Iterator[Service]:
+    with Service(Settings(language_servers={"python": ("ty", "ruff")})) as svc:
+        yield svc
+
+
+@pytest.fixture
+def box(root: Path, service: Service) -> Toolbox:
+    write(root, "shapes.py", SHAPES)
+    write(root, "main.py", MAIN)
+    return Toolbox(service, root)
+
+
+def ok(result: ToolResult) -> str:
+    assert result.ok, result.text
+    assert result.error_code is None
+    return result.text
+
+
+# -- schemas ----------------------------------------------------------------------------------
+
+WRAPPERS: dict[str, dict[str, Any]] = {
+    # The documented shapes: OpenAI Chat Completions `tools`, Anthropic Messages `tools`,
+    # MCP `Tool` (annotations per the 2025-06-18 spec).
+    "openai": {
+        "type": "object",
+        "required": ["type", "function"],
+        "additionalProperties": False,
+        "properties": {
+            "type": {"const": "function"},
+            "function": {
+                "type": "object",
+                "required": ["name", "description", "parameters"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+                    "description": {"type": "string"},
+                    "parameters": {"type": "object"},
+                },
+            },
+        },
+    },
+    "anthropic": {
+        "type": "object",
+        "required": ["name", "description", "input_schema"],
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+            "description": {"type": "string"},
+            "input_schema": {"type": "object", "properties": {"type": {"const": "object"}}},
+        },
+    },
+    "mcp": {
+        "type": "object",
+        "required": ["name", "description", "inputSchema", "annotations"],
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "inputSchema": {"type": "object", "properties": {"type": {"const": "object"}}},
+            "annotations": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "title": {"type": "string"},
+                    "readOnlyHint": {"const": True},
+                    "destructiveHint": {"const": False},
+                    "idempotentHint": {"type": "boolean"},
+                    "openWorldHint": {"type": "boolean"},
+                },
+            },
+        },
+    },
+}
+
+
+def _parameters(fmt: str, schema: dict[str, Any]) -> dict[str, Any]:
+    if fmt == "openai":
+        return schema["function"]["parameters"]  # type: ignore[no-any-return]
+    return schema["input_schema" if fmt == "anthropic" else "inputSchema"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_schema_validates_in_each_format(fmt: str) -> None:
+    schemas = tool_schemas(fmt)  # type: ignore[arg-type]
+    wrapper = Draft202012Validator(WRAPPERS[fmt])
+    names = []
+    for schema in schemas:
+        wrapper.validate(schema)
+        parameters = _parameters(fmt, schema)
+        Draft202012Validator.check_schema(parameters)
+        assert parameters["type"] == "object"
+        assert parameters["additionalProperties"] is False
+        names.append(schema["function"]["name"] if fmt == "openai" else schema["name"])
+    assert names == list(ORDER) == list(TOOLS)
+
+
+def test_mcp_schemas_are_mcp_tools() -> None:
+    mcp_types = pytest.importorskip("mcp_types", reason="the test extra installs mcp")
+    for schema in tool_schemas("mcp"):
+        tool = mcp_types.Tool.model_validate(schema)
+        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+
+
+def test_an_unknown_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="format must be one of openai, anthropic, mcp"):
+        tool_schemas("gemini")  # type: ignore[arg-type]
+
+
+def test_the_schemas_accept_what_the_tools_take_and_refuse_the_rest() -> None:
+    hover = Draft202012Validator(TOOLS["lsp_hover"].parameters())
+    assert hover.is_valid({"path": "a.py", "line": 3, "symbol": "x", "occurrence": 2})
+    assert not hover.is_valid({"path": "a.py", "line": 0})
+    assert not hover.is_valid({"path": "a.py", "line": True})
+    symbols = Draft202012Validator(TOOLS["lsp_symbols"].parameters())
+    assert symbols.is_valid({"query": "Sq"}) and not symbols.is_valid({})
+
+
+# -- every error code ---------------------------------------------------------------------------
+
+
+def fake_box(root: Path, *flags: str, installed: bool = True) -> Toolbox:
+    command = fake_command(*flags) if installed else ("/nonexistent/fake-server",)
+    spec = ServerSpec(
+        id="fake", name="Fake", languages=("shellscript",), command=command,
+        install=InstallRecipe("path", hint="it is a test fixture"),
+    )
+    settings = Settings(language_servers={"shellscript": ("fake",)}, extra_specs=(spec,),
+                        wait_budget=3.0, request_timeout=1.0)
+    return Toolbox(Service(settings), root)
+
+
+ERRORS: list[tuple[str, str, dict[str, Any], str]] = [
+    # (code, tool, arguments, the start of the message)
+    ("missing_argument", "lsp_check", {}, "lsp_check needs `path`: lsp_check(path, content?"),
+    ("missing_argument", "lsp_hover", {"path": "main.py"}, "give `line` with `symbol`"),
+    ("missing_argument", "lsp_hover", {"path": "main.py", "line": 3}, "give `symbol`"),
+    ("invalid_argument", "lsp_hover", {"path": "main.py", "line": 0, "column": 1},
+     "`line`: 0 is less than the minimum of 1"),
+    ("invalid_argument", "lsp_hover", {"path": "main.py", "line": 9, "column": 1},
+     "line 9 is outside the file (it has 5 lines)"),
+    ("invalid_argument", "lsp_check", {"path": "main.py", "force": True},
+     "lsp_check takes no `force`"),
+    ("invalid_argument", "lsp_hover", {"path": "main.py", "line": 3, "symbol": "sq",
+                                       "occurrence": 3},
+     "'sq' appears 1 time(s) on line 3; occurrence must be 1 to 1"),
+    ("unknown_tool", "lsp_format", {}, "there is no tool 'lsp_format'; the tools are lsp_check"),
+    ("file_not_found", "lsp_check", {"path": "nope.py"}, "nope.py does not exist"),
+    ("outside_workspace", "lsp_check", {"path": "../x.py"}, "../x.py is outside the workspace"),
+    ("outside_workspace", "lsp_check", {"path": "/etc/hostname"},
+     "/etc/hostname is outside the workspace"),
+    ("unsupported_language", "lsp_check", {"path": "notes.xyz"},
+     "no language server reads notes.xyz"),
+    ("unsupported_language", "lsp_hover", {"path": "notes.xyz", "line": 1, "column": 1},
+     "no language server"),
+    ("symbol_not_found", "lsp_hover", {"path": "main.py", "line": 3, "symbol": "Circle"},
+     "'Circle' is not on line 3, which reads: 'sq = Square()'"),
+    ("symbol_not_found", "lsp_definition", {"path": "shapes.py", "symbol": "Circle"},
+     "no symbol named 'Circle' in shapes.py"),
+    ("ambiguous_symbol", "lsp_definition", {"path": "shapes.py", "symbol": "area"},
+     "'area' names 2 symbols in shapes.py: method area (in Shape)  shapes.py:2:9; "
+     "method area (in Square)  shapes.py:7:9"),
+]
+
+
+@pytest.mark.parametrize(("code", "name", "arguments", "message"), ERRORS,
+                         ids=[f"{e[0]}-{e[1]}-{i}" for i, e in enumerate(ERRORS)])
+def test_error_codes(box: Toolbox, code: str, name: str, arguments: dict[str, Any],
+                     message: str) -> None:
+    write(box.workspace.root, "notes.xyz", "hello\n")
+    result = box.call(name, arguments)
+    assert not result.ok
+    assert result.error_code == code
+    assert result.text.startswith(f"error [{code}]: {message}"), result.text
+    assert result.data == {"error": {"code": code, "message": result.text.split(": ", 1)[1]}}
+
+
+FAULTS = [
+    ("timeout", ("--hang-on", "textDocument/hover"), True, "textDocument/hover: no answer"),
+    ("lsp_error", ("--error-on", "textDocument/hover"), True, "fake: failed: textDocument/hover"),
+    ("server_exited", ("--crash-on", "textDocument/hover"), True, "fake: crashed"),
+    ("server_unavailable", (), False, "fake: not installed"),
+    ("server_unavailable", (), True, "no server for this file offers it"),
+]
+
+
+@pytest.mark.parametrize(("code", "flags", "installed", "message"), FAULTS,
+                         ids=[f"{f[0]}-{i}" for i, f in enumerate(FAULTS)])
+def test_server_fault_codes(root: Path, code: str, flags: tuple[str, ...], installed: bool,
+                            message: str) -> None:
+    write(root, "run.sh", "echo hi\n")
+    box = fake_box(root, *flags, installed=installed)
+    try:
+        tool = "lsp_definition" if message.startswith("no server") else "lsp_hover"
+        result = box.call(tool, {"path": "run.sh", "line": 1, "symbol": "echo"})
+    finally:
+        box.service.close()
+    assert result.error_code == code, result.text
+    assert message in result.text
+
+
+def test_every_error_code_is_tested() -> None:
+    tested = {e[0] for e in ERRORS} | {f[0] for f in FAULTS}
+    assert tested == set(CODES)
+
+
+def test_a_bug_of_ours_is_an_answer_not_an_exception(
+    box: Toolbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(box.service, "check", broken)
+    result = box.call("lsp_check", {"path": "main.py"})
+    assert (result.ok, result.error_code) == (False, "lsp_error")
+    assert result.text == "error [lsp_error]: ipylsp failed: RuntimeError('boom')"
+
+
+def test_arguments_that_are_not_an_object(box: Toolbox) -> None:
+    result = box.call("lsp_check", ["main.py"])  # type: ignore[arg-type]
+    assert result.error_code == "invalid_argument"
+    assert result.text == "error [invalid_argument]: arguments must be a JSON object, not list"
+
+
+# -- checks -------------------------------------------------------------------------------------
+
+
+def test_check_reports_what_an_edit_introduced_and_fixed(box: Toolbox) -> None:
+    root = box.workspace.root
+    assert ok(box.call("lsp_check", {"path": "main.py"})) == "main.py: no new problems (ruff, ty)"
+    write(root, "main.py", MAIN + "print(sq.perimeter())\n")
+    result = box.call("lsp_check", {"path": "main.py"})
+    assert ok(result) == (
+        '<diagnostics file="main.py">\n'
+        "ERROR [5:7] Object of type `Square` has no attribute `perimeter` [missing-attribute] "
+        "(ty)\n"
+        "</diagnostics>"
+    )
+    assert result.data["schema"] == "ipylsp.diagnostics/1"
+    assert result.data["files"][0]["path"] == "main.py"
+    write(root, "main.py", MAIN)
+    assert ok(box.call("lsp_check", {"path": "main.py"})) == "fixed 1 error in main.py"
+
+
+def test_preflight_writes_nothing_and_hands_nothing_over(box: Toolbox) -> None:
+    box.call("lsp_check", {"path": "main.py"})
+    box.call("lsp_pending", {})
+    proposed = MAIN + "sq.side = 'x'\nundefined_name\n"
+    result = box.call("lsp_check", {"path": "main.py", "content": proposed})
+    text = ok(result)
+    assert "ERROR [6:1] Name `undefined_name` used when not defined" in text
+    assert text.endswith("(proposed content; nothing was written)")
+    assert (box.workspace.root / "main.py").read_text() == MAIN
+    assert ok(box.call("lsp_pending", {})) == "nothing pending"
+    assert ok(box.call("lsp_check", {"path": "new.py", "content": "x: int = 1\n"})) == (
+        "proposed content of new.py: no new problems (ruff, ty); not written"
+    )
+    assert not (box.workspace.root / "new.py").exists()
+
+
+def test_diagnostics_follow_a_write_behind_ipylsps_back(box: Toolbox) -> None:
+    root = box.workspace.root
+    write(root, "bad.py", "x: int = 'one'\n")
+    assert "ERROR [1:10]" in ok(box.call("lsp_check", {"path": "bad.py"}))
+    write(root, "bad.py", "x: int = 1\n")  # an editor fixes it; nobody tells ipylsp
+    assert ok(box.call("lsp_diagnostics", {"path": "bad.py"})) == "no known problems"
+    write(root, "bad.py", "x: str = 1\n")
+    text = ok(box.call("lsp_diagnostics", {}))
+    assert '<diagnostics file="bad.py">\nERROR [1:10]' in text
+
+
+def test_diagnostics_say_what_the_severity_filter_hides(box: Toolbox) -> None:
+    write(box.workspace.root, "warn.py", "import os\n")
+    box.call("lsp_check", {"path": "warn.py"})
+    assert ok(box.call("lsp_diagnostics", {"path": "warn.py"})) == (
+        'no known problems; 1 warning not shown (severity="all" shows them)'
+    )
+    assert "WARN [1:8] `os` imported but unused" in ok(
+        box.call("lsp_diagnostics", {"path": "warn.py", "severity": "all"})
+    )
+
+
+def test_status_names_the_running_servers(box: Toolbox) -> None:
+    box.call("lsp_check", {"path": "main.py"})
+    text = ok(box.call("lsp_status", {}))
+    assert f"workspace: {box.workspace.root}\n" in text
+    assert "ty: running for .\n" in text and "ruff: running for .\n" in text
+    rows = box.call("lsp_status", {}).data["servers"]
+    assert {(row["server"], row["state"]) for row in rows} == {("ty", "running"),
+                                                              ("ruff", "running")}
+
+
+# -- queries and positions ----------------------------------------------------------------------
+
+
+def test_definition_by_line_and_symbol_shows_the_source_line(box: Toolbox) -> None:
+    result = box.call("lsp_definition", {"path": "main.py", "line": 3, "symbol": "Square"})
+    assert ok(result) == "shapes.py:6:7: class Square(Shape):"
+    assert result.data["locations"] == [
+        {"path": "shapes.py", "line": 6, "column": 7, "text": "class Square(Shape):"}
+    ]
+    by_column = box.call("lsp_definition", {"path": "main.py", "line": 3, "column": 6})
+    assert ok(by_column) == ok(result)
+
+
+def test_occurrence_picks_among_repeats(box: Toolbox) -> None:
+    first = box.call("lsp_hover", {"path": "main.py", "line": 4, "symbol": "sq"})
+    second = box.call("lsp_hover", {"path": "main.py", "line": 4, "symbol": "sq", "occurrence": 2})
+    assert first.data["at"] == {"path": "main.py", "line": 4, "column": 9}
+    assert second.data["at"] == {"path": "main.py", "line": 4, "column": 21}
+    assert ok(first) == ok(second) == "Square"
+
+
+def test_path_and_symbol_use_the_outline(box: Toolbox) -> None:
+    result = box.call("lsp_references", {"path": "shapes.py", "symbol": "Square"})
+    assert ok(result) == (
+        "shapes.py:6:7: class Square(Shape):\n"
+        "main.py:1:20: from shapes import Square\n"
+        "main.py:3:6: sq = Square()"
+    )
+    narrowed = box.call("lsp_hover", {"path": "shapes.py", "symbol": "Square.area"})
+    assert narrowed.data["at"] == {"path": "shapes.py", "line": 7, "column": 9}
+
+
+def test_hover_is_plain_text(box: Toolbox) -> None:
+    result = box.call("lsp_hover", {"path": "main.py", "line": 4, "symbol": "area"})
+    assert ok(result) == "bound method Square.area() -> float"
+    assert "```" not in result.data["hover"]
+
+
+def test_symbols_outline(box: Toolbox) -> None:
+    assert ok(box.call("lsp_symbols", {"path": "shapes.py"})) == (
+        "class Shape  1:7\n  method area  2:9\nclass Square  6:7\n  method area  7:9"
+    )
+    assert ok(box.call("lsp_symbols", {"path": "shapes.py", "query": "squ"})) == (
+        "class Square  6:7"
+    )
+
+
+def test_answers_keep_to_the_budget(root: Path, service: Service) -> None:
+    lines = "".join(f"value_{i} = {i}\n" for i in range(60))
+    write(root, "many.py", lines)
+    box = Toolbox(service, root, max_chars=200)
+    text = ok(box.call("lsp_symbols", {"path": "many.py"}))
+    assert len(text) <= 200
+    shown = text.splitlines()
+    assert shown[0] == "variable value_0  1:1"
+    assert shown[-1] == f"... {60 - (len(shown) - 1)} more"
+
+
+# -- confinement --------------------------------------------------------------------------------
+
+
+def test_symlinks_out_of_the_root_are_refused(box: Toolbox, tmp_path: Path) -> None:
+    outside = write(tmp_path, "secret.py", "password = 1\n")
+    link = box.workspace.root / "link.py"
+    if not link.is_symlink():
+        link.symlink_to(outside)
+    result = box.call("lsp_check", {"path": "link.py"})
+    assert result.error_code == "outside_workspace"
+    assert result.text.startswith("error [outside_workspace]: link.py is outside the workspace")
+    inside = box.workspace.root / "alias.py"
+    if not inside.is_symlink():
+        inside.symlink_to(box.workspace.root / "shapes.py")
+    assert box.call("lsp_symbols", {"path": "alias.py"}).ok
+
+
+def test_call_tool_uses_the_current_directory(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(root)
+    write(root, "cwd.py", "y: int = 2\n")
+    try:
+        assert call_tool("lsp_check", {"path": "cwd.py"}).text == (
+            "cwd.py: no new problems (ruff, ty)"
+        )
+        assert call_tool("lsp_check", {"path": str(root.parent / "x.py")}).error_code == (
+            "outside_workspace"
+        )
+        bad = call_tool("lsp_check", {"path": "cwd.py"}, root=root / "missing")
+        assert bad.error_code == "invalid_argument"
+    finally:
+        ipylsp._reset_service()
+
+
+# -- subscriptions ------------------------------------------------------------------------------
+
+
+def test_subscribers_see_every_report_and_a_raising_one_is_dropped(box: Toolbox) -> None:
+    seen: list[Report] = []
+
+    def broken(report: Report) -> None:
+        raise ValueError("subscriber bug")
+
+    box.service.subscribe(seen.append)
+    box.service.subscribe(broken)
+    try:
+        write(box.workspace.root, "sub.py", "a: int = 'x'\n")
+        first = box.call("lsp_check", {"path": "sub.py"})
+        assert "ERROR [1:10]" in ok(first)
+        box.call("lsp_check", {"path": "sub.py", "content": "a: int = 2\n"})
+        assert [r.files[0].path.name for r in seen] == ["sub.py", "sub.py"]
+        assert len(seen[0].files[0].diagnostics) == 1 and seen[1].files[0].fixed
+        assert box.service.unsubscribe(broken) is False  # dropped when it raised
+    finally:
+        assert box.service.unsubscribe(seen.append) is True
+    box.call("lsp_check", {"path": "sub.py"})
+    assert len(seen) == 2
