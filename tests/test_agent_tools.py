@@ -465,3 +465,24 @@ def test_subscribers_see_every_report_and_a_raising_one_is_dropped(box: Toolbox)
         assert box.service.unsubscribe(seen.append) is True
     box.call("lsp_check", {"path": "sub.py"})
     assert len(seen) == 2
+
+
+def test_late_answers_reach_subscribers(root: Path) -> None:
+    spec = ServerSpec(
+        id="fake", name="Fake", languages=("shellscript",),
+        command=fake_command("--diagnostics", "pull", "--pull-delay-ms", "1500"),
+        install=InstallRecipe("path", hint="it is a test fixture"),
+    )
+    service = Service(Settings(language_servers={"shellscript": ("fake",)},
+                               extra_specs=(spec,), wait_budget=0.5))
+    seen: list[Report] = []
+    service.subscribe(seen.append)
+    try:
+        late = write(root, "late.sh", "ERROR:arrives late\n")
+        first = service.check(late, before="")
+        assert [u.reason.value for u in first.files[0].unknown] == ["timed out"]
+        assert service.settle_late(30)
+    finally:
+        service.close()
+    assert len(seen) == 2 and seen[0] is first
+    assert [d.message for d in seen[1].files[0].diagnostics] == ["arrives late"]
