@@ -263,7 +263,8 @@ class Service:
 
         with contextlib.suppress(Exception):  # the report is ready: never fail the caller here
             write_status(
-                data_dir(self._settings), id(self), self.status() if rows is None else rows
+                data_dir(self._settings), id(self), self.status() if rows is None else rows,
+                errors=self.error_count(),
             )
 
     def pending(
@@ -331,6 +332,18 @@ class Service:
         except Exception as exc:  # an odd file or server answer must not reach the caller
             log.exception("%s of %s failed", kind, path)
             return FeatureResult(kind, error=f"failed: {exc!r}", reason="failed")
+
+    def error_count(self) -> int:
+        """Current errors of the checked files (one per problem, however many servers
+        report it): what a status bar counts."""
+        from ipylsp.analysis.model import Severity
+        from ipylsp.analysis.report.merge import merge
+
+        report = self.diagnostics()
+        return sum(
+            1 for f in report.files for row in merge(f.diagnostics)
+            if row[0].severity == Severity.ERROR
+        )
 
     def diagnostics(self, path: str | os.PathLike[str] | None = None) -> Report:
         """Last known diagnostics (no server round trip), for one file or all checked files."""

@@ -23,12 +23,16 @@ def _file(data_dir: Path, token: int) -> Path:
     return data_dir / "run" / f"status-{os.getpid()}-{token}.json"
 
 
-def write_status(data_dir: Path, token: int, rows: Sequence[SlotStatus]) -> None:
-    """`token` tells apart several services of one process."""
+def write_status(
+    data_dir: Path, token: int, rows: Sequence[SlotStatus], errors: int = 0
+) -> None:
+    """`token` tells apart several services of one process; `errors`: the current errors of
+    the files it checked (the Jupyter server's status sums them over kernels)."""
     path = _file(data_dir, token)
     body = json.dumps(
         {
             "pid": os.getpid(),
+            "errors": errors,
             "servers": [
                 {
                     "server": r.server_id,
@@ -73,6 +77,25 @@ def read_status(data_dir: Path, *, skip_token: int | None = None) -> list[dict[s
     """Rows of every live process's status file, each with its owner's pid as `owner`;
     `skip_token`: not this process's file of that token (a service reading its own rows)."""
     rows: list[dict[str, Any]] = []
+    for owner, content in _live_files(data_dir, skip_token):
+        for row in content.get("servers", []):
+            if isinstance(row, dict):
+                rows.append({**row, "owner": owner})
+    return rows
+
+
+def read_errors(data_dir: Path, *, skip_token: int | None = None) -> int:
+    """The current errors every other live service (kernels) published, summed."""
+    total = 0
+    for _, content in _live_files(data_dir, skip_token):
+        errors = content.get("errors", 0)
+        if isinstance(errors, int) and errors > 0:
+            total += errors
+    return total
+
+
+def _live_files(data_dir: Path, skip_token: int | None) -> list[tuple[int, dict[str, Any]]]:
+    found = []
     skip = None if skip_token is None else _file(data_dir, skip_token)
     for path in sorted((data_dir / "run").glob("status-*.json")):
         if path == skip:
@@ -82,11 +105,11 @@ def read_status(data_dir: Path, *, skip_token: int | None = None) -> list[dict[s
             owner = int(content["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
+        if not isinstance(content, dict):
+            continue
         if not _alive(owner):
             with contextlib.suppress(OSError):
                 path.unlink()
             continue
-        for row in content.get("servers", []):
-            if isinstance(row, dict):
-                rows.append({**row, "owner": owner})
-    return rows
+        found.append((owner, content))
+    return found

@@ -1,0 +1,37 @@
+"""`IPyLSPServer`: the Jupyter server extension app. Enabled on install by
+`jupyter-config/jupyter_server_config.d/ipylsp.json`; its settings come from the same
+`IPyLSP` configurable as the kernel's (`c.IPyLSP.*` in jupyter_server_config.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+
+from ipylsp.server import state
+from ipylsp.server.handlers import routes
+
+
+class IPyLSPServer(ExtensionApp):
+    name = "ipylsp"
+    load_other_extensions = True
+
+    def initialize_settings(self) -> None:
+        from ipylsp.config import IPyLSP
+
+        server = self.serverapp
+        assert server is not None  # jupyter_server sets it before initializing settings
+        settings = IPyLSP(config=server.config).to_settings()
+        root = Path(server.root_dir).expanduser().resolve()
+        self.settings["ipylsp_state"] = state.start(root, settings)
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(routes())
+
+    async def stop_extension(self) -> None:
+        state.stop()
+
+
+def extension_points() -> list[dict[str, Any]]:
+    return [{"module": "ipylsp.server", "app": IPyLSPServer}]

@@ -1,0 +1,174 @@
+"""The routes under `{base_url}/ipylsp/api/`: every one authenticated and authorized (auth
+resource `ipylsp`), paths confined to the server's `root_dir` by the agent tool box, errors as
+JSON `{"error": {"code", "message"}}` with the agent's error codes.
+
+The Service is synchronous (it waits on its own loop), so each call runs on a worker thread and
+the Jupyter server's loop never blocks on a language server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from ipylsp.agent import ToolResult, tool_schemas
+from ipylsp.agent.errors import ErrorCode, ToolError
+from ipylsp.agent.schemas import FORMATS
+from ipylsp.server.state import ServerState
+
+AUTH_RESOURCE = "ipylsp"
+
+HTTP_STATUS: dict[ErrorCode, int] = {
+    "missing_argument": 400,
+    "invalid_argument": 400,
+    "unknown_tool": 404,
+    "file_not_found": 404,
+    "outside_workspace": 403,
+    "unsupported_language": 422,
+    "symbol_not_found": 404,
+    "ambiguous_symbol": 409,
+    "server_unavailable": 503,
+    "timeout": 504,
+    "lsp_error": 502,
+    "server_exited": 502,
+}
+
+
+class IPyLSPHandler(APIHandler):
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def state(self) -> ServerState:
+        state: ServerState = self.settings["ipylsp_state"]
+        return state
+
+    async def tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        return await asyncio.to_thread(self.state.toolbox.call, name, arguments)
+
+    def reply(self, body: object, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body))
+
+    def reply_data(self, result: ToolResult) -> None:
+        """A report's diagnostics JSON (schema ipylsp.diagnostics/1), or the error."""
+        if result.ok:
+            self.reply(result.data)
+        else:
+            self.reply_error(result)
+
+    def reply_error(self, result: ToolResult) -> None:
+        code = result.error_code or "lsp_error"
+        self.reply(result.data, HTTP_STATUS.get(code, 500))
+
+    def json_body(self) -> dict[str, Any]:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            raise web.HTTPError(400, "the body is not JSON") from None
+        if not isinstance(body, dict):
+            raise web.HTTPError(400, "the body must be a JSON object")
+        return body
+
+
+class StatusHandler(IPyLSPHandler):
+    """This server's own servers and every kernel's (their status files), installed servers,
+    and the current errors summed over this server and every kernel."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.reply(await asyncio.to_thread(self._status))
+
+    def _status(self) -> dict[str, Any]:
+        from ipylsp.lsp.locate import data_dir
+        from ipylsp.service.statusfile import read_errors
+
+        service = self.state.service
+        table = service.servers_status()
+        errors = service.error_count() + read_errors(
+            data_dir(service.settings), skip_token=id(service)
+        )
+        return {
+            "servers": [
+                {"server": r.server_id, "state": r.state, "detail": r.detail, "root": r.root,
+                 "pid": r.pid, "owner": r.owner}
+                for r in table.running
+            ],
+            "installed": list(table.installed),
+            "errors": errors,
+        }
+
+
+class CheckHandler(IPyLSPHandler):
+    """`{"path", "content"?}`: what the file's text (or the proposed content) introduced."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.json_body()
+        self.reply_data(await self.tool("lsp_check", body))
+
+
+class DiagnosticsHandler(IPyLSPHandler):
+    """`?path=`: one file's current problems (checked first when unknown or changed on
+    disk); without it, every file this server has checked."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        arguments: dict[str, Any] = {"severity": self.get_argument("severity", "all")}
+        path = self.get_argument("path", None)
+        if path is not None:
+            arguments["path"] = path
+        self.reply_data(await self.tool("lsp_diagnostics", arguments))
+
+
+class PendingHandler(IPyLSPHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.reply_data(await self.tool("lsp_pending", {}))
+
+
+class ToolsHandler(IPyLSPHandler):
+    """The tool definitions (`?format=mcp|openai|anthropic`, default mcp)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        fmt = self.get_argument("format", "mcp")
+        if fmt not in FORMATS:
+            message = f"format must be one of {', '.join(FORMATS)}"
+            self.reply_error(ToolResult.failure(ToolError("invalid_argument", message)))
+            return
+        self.reply({"tools": tool_schemas(fmt)})
+
+
+class ToolCallHandler(IPyLSPHandler):
+    """`POST tools/{name}` with the arguments object: the agent dispatcher, its whole
+    `ToolResult` (ok, text, data, error_code)."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        result = await self.tool(name, self.json_body())
+        status = 200 if result.ok else HTTP_STATUS.get(result.error_code or "lsp_error", 500)
+        self.reply(result.to_dict(), status)
+
+
+def routes() -> list[tuple[str, type[IPyLSPHandler]]]:
+    """Paths below `{base_url}` (never `/lsp/`: jupyter-lsp owns it)."""
+    return [
+        (r"/ipylsp/api/status", StatusHandler),
+        (r"/ipylsp/api/check", CheckHandler),
+        (r"/ipylsp/api/diagnostics", DiagnosticsHandler),
+        (r"/ipylsp/api/pending", PendingHandler),
+        (r"/ipylsp/api/tools", ToolsHandler),
+        (r"/ipylsp/api/tools/(?P<name>[A-Za-z0-9_]+)", ToolCallHandler),
+    ]

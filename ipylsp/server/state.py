@@ -1,0 +1,49 @@
+"""What the Jupyter server extension owns: one Service shared by every client of this Jupyter
+server (the browser's routes, MCP over HTTP, Jupyter AI's tools), its tool box rooted at the
+server's `root_dir`, closed with the server."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from ipylsp.agent.toolbox import Toolbox
+from ipylsp.service.service import Service
+from ipylsp.settings import Settings
+
+_lock = threading.Lock()
+_current: ServerState | None = None
+
+
+class ServerState:
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.root = root
+        self.service = Service(settings)
+        self.toolbox = Toolbox(self.service, root)
+
+    def close(self) -> None:
+        self.service.close()
+
+
+def start(root: Path, settings: Settings) -> ServerState:
+    """The state of this Jupyter server (one per process; a second start replaces it)."""
+    global _current
+    with _lock:
+        previous, _current = _current, ServerState(root, settings)
+        state = _current
+    if previous is not None:
+        previous.close()
+    return state
+
+
+def current() -> ServerState | None:
+    """The running server's state, for tools called from outside the routes (Jupyter AI)."""
+    return _current
+
+
+def stop() -> None:
+    global _current
+    with _lock:
+        state, _current = _current, None
+    if state is not None:
+        state.close()
