@@ -1,0 +1,72 @@
+"""The agent tools as plain Python functions, for Jupyter AI (3.x): its MCP server finds tools
+through the `jupyter_server_mcp.tools` entry point as `module:function` strings and derives
+each schema from the function's signature. The functions are made from the one tool table
+(`agent.registry.TOOLS`), so names, arguments and texts are the same as on every surface.
+
+They answer from the ipylsp server extension's Service when it is loaded (the same Jupyter
+server), else from the process-wide one rooted at the current directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, Any, Literal
+
+from ipylsp.agent.registry import TOOLS, Tool
+from ipylsp.agent.toolbox import Toolbox
+
+ToolFunction = Callable[..., Awaitable[str]]
+
+_JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool, "number": float}
+
+
+def _toolbox() -> Toolbox:
+    from ipylsp.server.state import current
+
+    state = current()
+    return state.toolbox if state is not None else Toolbox()
+
+
+def _annotation(schema: Mapping[str, Any]) -> Any:
+    """The Python type of an argument, with its description (and bounds) as a pydantic
+    `Field` when pydantic is there (it is wherever an MCP server reads the signature)."""
+    base: Any = Literal[tuple(schema["enum"])] if "enum" in schema else _JSON_TYPES[schema["type"]]
+    try:
+        from pydantic import Field
+    except ImportError:
+        return base
+    bounds = {key: schema[key] for key in ("minimum",) if key in schema}
+    field = Field(description=schema.get("description"), ge=bounds.get("minimum"))
+    return Annotated[base, field]
+
+
+def _function(tool: Tool) -> ToolFunction:
+    parameters = []
+    for name, schema in tool.properties.items():
+        annotation = _annotation(schema)
+        if name in tool.required:
+            parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                                annotation=annotation))
+        else:
+            parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                                default=None, annotation=annotation | None))
+
+    async def call(**arguments: Any) -> str:
+        given = {name: value for name, value in arguments.items() if value is not None}
+        result = await asyncio.to_thread(_toolbox().call, tool.name, given)
+        return result.text
+
+    call.__name__ = call.__qualname__ = tool.name
+    call.__doc__ = tool.description
+    call.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
+    return call
+
+
+FUNCTIONS: dict[str, ToolFunction] = {name: _function(tool) for name, tool in TOOLS.items()}
+globals().update(FUNCTIONS)  # `ipylsp.server.jupyter_ai:lsp_check` and so on
+
+MCP_TOOLS: list[str] = [f"{__name__}:{name}" for name in FUNCTIONS]
+"""The entry point's value (`jupyter_server_mcp.tools`): one `module:function` per tool."""

@@ -1,0 +1,81 @@
+"""ipylsp's tools for Jupyter AI: the `jupyter_server_mcp.tools` entry point names one
+`module:function` per tool, and an MCP server that derives schemas from signatures (the
+SDK's `MCPServer`, as Jupyter AI's does) sees the same tools, arguments and answers as every
+other surface."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Iterator
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from ipylsp.agent import TOOLS, tool_schemas
+from ipylsp.server import state
+from ipylsp.server.jupyter_ai import FUNCTIONS, MCP_TOOLS
+from ipylsp.settings import Settings
+from tests.real_servers import DATA_DIR, require, workspace, write
+
+
+def test_the_entry_point_lists_every_tool() -> None:
+    [point] = [e for e in entry_points(group="jupyter_server_mcp.tools") if e.name == "ipylsp"]
+    listed = point.load()
+    assert listed == MCP_TOOLS
+    for spec in listed:
+        module, _, name = spec.partition(":")
+        assert getattr(importlib.import_module(module), name) is FUNCTIONS[name]
+    assert [spec.rpartition(":")[2] for spec in listed] == list(TOOLS)
+
+
+def test_signatures_give_the_same_arguments() -> None:
+    server_module = pytest.importorskip("mcp.server.mcpserver")
+    server = server_module.MCPServer("jupyter-ai-like")
+    for function in FUNCTIONS.values():
+        server.add_tool(function)
+    derived = {t.name: t for t in asyncio.run(server.list_tools())}
+    for ours in tool_schemas("mcp"):
+        tool = derived[ours["name"]]
+        schema = tool.input_schema
+        assert tool.description == ours["description"]
+        assert set(schema["properties"]) == set(ours["inputSchema"]["properties"])
+        assert sorted(schema.get("required", [])) == sorted(ours["inputSchema"].get("required", []))
+        for name, prop in ours["inputSchema"]["properties"].items():
+            text = str(schema["properties"][name])
+            assert prop["description"] in text
+            if "enum" in prop:
+                assert str(prop["enum"]) in text
+
+
+@pytest.fixture
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    require("ty")
+    require("ruff")
+    root = workspace(tmp_path, monkeypatch)
+    state.start(root, Settings(language_servers={"python": ("ty", "ruff")}, data_dir=DATA_DIR))
+    try:
+        yield root
+    finally:
+        state.stop()
+
+
+def test_a_call_answers_from_the_server_extensions_service(served: Path) -> None:
+    write(served, "app.py", "count: int = 'three'\n")
+    server_module = pytest.importorskip("mcp.server.mcpserver")
+    server = server_module.MCPServer("jupyter-ai-like")
+    for function in FUNCTIONS.values():
+        server.add_tool(function)
+    result = asyncio.run(server.call_tool("lsp_check", {"path": "app.py"}))
+    assert not result.is_error
+    assert [c.text for c in result.content] == [
+        '<diagnostics file="app.py">\n'
+        "ERROR [1:14] Object of type `Literal[\"three\"]` is not assignable to `int` "
+        "[invalid-assignment] (ty)\n"
+        "</diagnostics>"
+    ]
+    direct = asyncio.run(FUNCTIONS["lsp_check"](path="app.py", content="count: int = 3\n"))
+    assert direct == "fixed 1 error in app.py\n(proposed content; nothing was written)"
+    refused = asyncio.run(FUNCTIONS["lsp_check"](path="/etc/hostname"))
+    assert refused.startswith("error [outside_workspace]: /etc/hostname is outside the workspace")
