@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ipylsp.agent.result import ToolResult
-    from ipylsp.agent.toolbox import Toolbox
+from ipylsp.agent.result import ToolResult
 
 Arguments = Mapping[str, Any]
 Schema = dict[str, Any]
 """One argument's JSON Schema."""
-Run = Callable[["Toolbox", Arguments], "ToolResult"]
+Run = Callable[[Any, Arguments], ToolResult]
+"""A tool: (the `Toolbox`, its arguments) -> its answer. The toolbox is typed `Any` here
+because `toolbox` imports this table."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,11 +9,12 @@ and fall back to git HEAD (`baseline.git_head_text`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipylsp.analysis.model import Diagnostic
+from ipylsp.service.baseline import read_text
 
 MAX_KNOWN_FILES = 2000
 """Files whose last text and results are kept as baselines; older ones fall back to git HEAD."""
@@ -52,6 +53,11 @@ class KnownFiles:
         """The files checked last first (not the documents used last: re-diagnosing other
         files touches those too)."""
         return reversed(self._files)
+
+    def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
+        """Known files (all, or those of `paths`) whose disk text is not the last checked."""
+        candidates = list(self._files) if paths is None else [p for p in paths if p in self]
+        return [p for p in candidates if read_text(p) != self._files[p].text]
 
     def forget(self, path: Path) -> None:
         self._files.pop(path, None)

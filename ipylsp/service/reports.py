@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from ipylsp.analysis.model import Diagnostic, FileReport, Report, Unknown, UnknownReason
+from ipylsp.analysis.model import Diagnostic, FileReport, Report, Severity, Unknown, UnknownReason
 from ipylsp.lsp import roots
 from ipylsp.service.known import KnownFiles
 
@@ -108,3 +108,13 @@ def known_report(known: KnownFiles, paths: Iterable[Path], markers: tuple[str, .
             )
         )
     return Report(files=tuple(files), root=common_root((f.path for f in files), markers))
+
+
+def error_count(report: Report) -> int:
+    """Errors in a report, one per problem however many servers report it (`merge`)."""
+    from ipylsp.analysis.report.merge import merge
+
+    return sum(
+        1 for f in report.files for row in merge(f.diagnostics)
+        if row[0].severity == Severity.ERROR
+    )

@@ -28,7 +28,7 @@ from ipylsp.service.late import LateAnswers
 from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
 from ipylsp.service.pool import ClientPool, SlotStatus
-from ipylsp.service.reports import common_root, failed_files, known_report
+from ipylsp.service.reports import common_root, error_count, failed_files, known_report
 from ipylsp.service.subscribers import ReportSink, Subscriber
 from ipylsp.settings import Settings
 
@@ -180,16 +180,7 @@ class Service:
     def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
         """Checked files (all, or those of `paths`) whose text on disk is no longer the text
         last checked: an editor, another process or `git checkout` changed them."""
-        from ipylsp.service.baseline import read_text
-
-        known = self._checker.known
-        candidates = list(known) if paths is None else [p for p in paths if p in known]
-        changed = []
-        for path in candidates:
-            entry = known.get(path)
-            if entry is not None and read_text(path) != entry.text:
-                changed.append(path)
-        return changed
+        return self._checker.known.changed_on_disk(paths)
 
     def check_rest(
         self,
@@ -334,16 +325,9 @@ class Service:
             return FeatureResult(kind, error=f"failed: {exc!r}", reason="failed")
 
     def error_count(self) -> int:
-        """Current errors of the checked files (one per problem, however many servers
-        report it): what a status bar counts."""
-        from ipylsp.analysis.model import Severity
-        from ipylsp.analysis.report.merge import merge
-
-        report = self.diagnostics()
-        return sum(
-            1 for f in report.files for row in merge(f.diagnostics)
-            if row[0].severity == Severity.ERROR
-        )
+        """Current errors of the checked files, one per problem however many servers report
+        it: what a status bar counts."""
+        return error_count(self.diagnostics())
 
     def diagnostics(self, path: str | os.PathLike[str] | None = None) -> Report:
         """Last known diagnostics (no server round trip), for one file or all checked files."""
