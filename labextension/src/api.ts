@@ -1,0 +1,86 @@
+/**
+ * The ipylsp server extension's routes under `{baseUrl}ipylsp/api/`, through Jupyter's
+ * ServerConnection (token and XSRF apply).
+ */
+
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import { IReport, parseReport } from './schema';
+
+/** `running`, `starting`, `broken` or `stopped` (other states may come). */
+export type ServerState = string;
+
+export interface IServerStatus {
+  server: string;
+  state: ServerState;
+  detail: string;
+  root: string | null;
+  pid: number | null;
+  /** The process (a kernel, or the Jupyter server) whose server this is. */
+  owner: number | null;
+}
+
+export interface IStatus {
+  servers: IServerStatus[];
+  installed: string[];
+  errors: number;
+}
+
+/** A failed request: the status and the route's own message when it gave one. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+async function getJSON(endpoint: string, query: Record<string, string> = {}): Promise<unknown> {
+  const settings = ServerConnection.makeSettings();
+  const search = new URLSearchParams(query).toString();
+  const url = URLExt.join(settings.baseUrl, 'ipylsp/api', endpoint) + (search ? `?${search}` : '');
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, { method: 'GET' }, settings);
+  } catch (error) {
+    throw new ApiError(0, `no answer from the Jupyter server (${String(error)})`);
+  }
+  let body: unknown = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  if (!response.ok) {
+    const error = (body as { error?: { message?: unknown } } | null)?.error;
+    const message =
+      typeof error?.message === 'string'
+        ? error.message
+        : response.status === 404
+          ? 'the ipylsp server extension is not enabled'
+          : `HTTP ${response.status}`;
+    throw new ApiError(response.status, message);
+  }
+  return body;
+}
+
+export async function fetchStatus(): Promise<IStatus> {
+  const body = (await getJSON('status')) as Partial<IStatus> | null;
+  return {
+    servers: Array.isArray(body?.servers) ? body.servers : [],
+    installed: Array.isArray(body?.installed) ? body.installed : [],
+    errors: typeof body?.errors === 'number' ? body.errors : 0
+  };
+}
+
+/** The current problems (schema ipylsp.diagnostics/1): of `path` (server-relative) or all. */
+export async function fetchDiagnostics(path?: string): Promise<IReport> {
+  const query: Record<string, string> = path === undefined ? {} : { path };
+  const report = parseReport(await getJSON('diagnostics', query));
+  if (!report) {
+    throw new ApiError(200, 'the answer is not ipylsp.diagnostics/1');
+  }
+  return report;
+}

@@ -1,0 +1,146 @@
+/**
+ * The Problems panel: the workspace's current problems from `GET ipylsp/api/diagnostics`,
+ * grouped by file, each location opening the editor. Refreshed when a report renders (the
+ * report's files are asked for first, so the server knows them), when it is shown, and from
+ * its refresh button; while hidden it only remembers that it is stale.
+ */
+
+import { refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
+import { Message } from '@lumino/messaging';
+import { Panel, Widget } from '@lumino/widgets';
+
+import { fetchDiagnostics } from './api';
+import { countPhrase, IRenderOptions, problemRows, renderReport } from './report';
+import { IReport } from './schema';
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/** `2 errors and 1 warning in 2 files`, or `No problems`. */
+export function problemsSummary(report: IReport): string {
+  const severities = report.files.flatMap(f =>
+    problemRows(f.diagnostics).map(row => row[0].severity)
+  );
+  const files = report.files.filter(f => f.diagnostics.length).length;
+  const omitted = report.files.reduce((n, f) => n + f.omitted, 0);
+  if (!severities.length && !omitted) {
+    return 'No problems';
+  }
+  const more = omitted ? ` (${omitted} more not shown)` : '';
+  return `${countPhrase(severities)} in ${plural(files, 'file')}${more}`;
+}
+
+export class ProblemsPanel extends Panel {
+  constructor(private readonly _options: IRenderOptions) {
+    super();
+    this.id = 'jp-ipylsp-problems';
+    this.addClass('jp-ipylsp-problems');
+    this.title.caption = 'ipylsp: Problems';
+
+    const header = new Widget();
+    header.addClass('jp-ipylsp-problems-header');
+    const title = document.createElement('span');
+    title.className = 'jp-ipylsp-problems-title';
+    title.textContent = 'Problems';
+    this._summary.className = 'jp-ipylsp-problems-summary';
+    header.node.append(title, this._summary);
+    const refresh = new ToolbarButton({
+      icon: refreshIcon,
+      tooltip: 'Refresh the problems',
+      onClick: () => void this.refresh()
+    });
+    refresh.addClass('jp-ipylsp-problems-refresh');
+    this._header.addClass('jp-ipylsp-problems-bar');
+    this._header.addWidget(header);
+    this._header.addWidget(refresh);
+    this._body.addClass('jp-ipylsp-problems-body');
+    this.addWidget(this._header);
+    this.addWidget(this._body);
+    this._summary.textContent = 'not loaded yet';
+  }
+
+  /** The last report shown (null before the first answer or after a failed one). */
+  get report(): IReport | null {
+    return this._report;
+  }
+
+  /**
+   * A report rendered: its files (server-relative paths) are asked for first, so the server
+   * checks what it does not know yet, then the whole list. While hidden: later.
+   */
+  reportRendered(report: IReport): void {
+    for (const file of report.files) {
+      const path = this._options.resolve(file);
+      if (path !== null) {
+        this._pendingPaths.add(path);
+      }
+    }
+    if (this.isVisible) {
+      void this.refresh();
+    } else {
+      this._stale = true;
+    }
+  }
+
+  /** Ask the server again; resolves once the panel shows the answer. */
+  async refresh(): Promise<void> {
+    const generation = ++this._generation;
+    const paths = [...this._pendingPaths];
+    this._pendingPaths.clear();
+    this._stale = false;
+    this.addClass('jp-mod-loading');
+    try {
+      // One file's problems are checked first when unknown or changed on disk.
+      await Promise.all(paths.map(path => fetchDiagnostics(path).catch(() => null)));
+      const report = await fetchDiagnostics();
+      if (generation === this._generation) {
+        this._show(report);
+      }
+    } catch (error) {
+      if (generation === this._generation) {
+        this._unavailable(error instanceof Error ? error.message : String(error));
+      }
+    } finally {
+      if (generation === this._generation) {
+        this.removeClass('jp-mod-loading');
+      }
+    }
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    if (this._stale || this._report === null) {
+      void this.refresh();
+    }
+  }
+
+  private _show(report: IReport): void {
+    this._report = report;
+    this.removeClass('jp-mod-unavailable');
+    this._summary.textContent = problemsSummary(report);
+    this._summary.title = report.root ? `workspace ${report.root}` : '';
+    this._body.node.textContent = '';
+    this._body.node.appendChild(renderReport(report, this._options));
+  }
+
+  private _unavailable(message: string): void {
+    this._report = null;
+    this.addClass('jp-mod-unavailable');
+    this._summary.textContent = 'Problems unavailable';
+    this._summary.title = message;
+    this._body.node.textContent = '';
+    const note = document.createElement('div');
+    note.className = 'jp-ipylsp-problems-unavailable';
+    note.textContent = `The ipylsp server extension did not answer: ${message}`;
+    this._body.node.appendChild(note);
+  }
+
+  private _header = new Panel();
+  private _body = new Widget();
+  private _summary = document.createElement('span');
+  private _report: IReport | null = null;
+  private _pendingPaths = new Set<string>();
+  private _stale = true;
+  private _generation = 0;
+}

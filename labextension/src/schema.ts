@@ -1,0 +1,91 @@
+/**
+ * The diagnostics JSON, schema "ipylsp.diagnostics/1" (docs/schema.md). Consumers ignore
+ * fields they do not know; `parseReport` checks only what the views rely on.
+ */
+
+export const MIME_TYPE = 'application/vnd.ipylsp.diagnostics+json';
+export const SCHEMA = 'ipylsp.diagnostics/1';
+
+export type Severity = 'error' | 'warning' | 'information' | 'hint';
+
+export interface IDiagnostic {
+  severity: Severity;
+  /** 1-based line. */
+  line: number;
+  /** 1-based column in Unicode code points. */
+  column: number;
+  end_line: number;
+  end_column: number;
+  message: string;
+  code: string | null;
+  source: string | null;
+  server: string;
+  /** On a diagnostic that repeats another server's: the index of the first one. */
+  same_as?: number;
+}
+
+export interface IUnknown {
+  server: string;
+  reason: string;
+  detail: string;
+  hint: string;
+}
+
+export interface IFileReport {
+  path: string;
+  absolute_path: string;
+  servers: string[];
+  diagnostics: IDiagnostic[];
+  fixed: IDiagnostic[];
+  fixed_count: number;
+  unknown: IUnknown[];
+  omitted: number;
+}
+
+export interface IReport {
+  schema: string;
+  root: string | null;
+  severity: string;
+  files: IFileReport[];
+  notes: string[];
+  unknown: IUnknown[];
+  summary: {
+    errors: number;
+    warnings: number;
+    fixed: number;
+    unknown: number;
+    shown: number;
+    omitted: number;
+  };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The report in `value`, or null when it is not schema ipylsp.diagnostics/1. */
+export function parseReport(value: unknown): IReport | null {
+  if (!isObject(value) || value.schema !== SCHEMA || !Array.isArray(value.files)) {
+    return null;
+  }
+  const files = value.files.filter(
+    (f): f is IFileReport =>
+      isObject(f) &&
+      typeof f.path === 'string' &&
+      typeof f.absolute_path === 'string' &&
+      Array.isArray(f.diagnostics)
+  );
+  return {
+    ...(value as unknown as IReport),
+    files: files.map(f => ({
+      ...f,
+      servers: Array.isArray(f.servers) ? f.servers : [],
+      fixed: Array.isArray(f.fixed) ? f.fixed : [],
+      fixed_count: typeof f.fixed_count === 'number' ? f.fixed_count : 0,
+      unknown: Array.isArray(f.unknown) ? f.unknown : [],
+      omitted: typeof f.omitted === 'number' ? f.omitted : 0
+    })),
+    notes: Array.isArray(value.notes) ? (value.notes as string[]) : [],
+    unknown: Array.isArray(value.unknown) ? (value.unknown as IUnknown[]) : []
+  };
+}
