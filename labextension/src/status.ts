@@ -94,7 +94,7 @@ class StatusDetails extends Widget {
     row.className = `jp-ipylsp-status-server jp-ipylsp-state-${s.state}`;
     row.appendChild(cell('td', s.server));
     const state = cell('td', s.state);
-    if (s.detail) {
+    if (s.detail && s.detail !== s.state) {
       state.title = s.detail;
       state.textContent = `${s.state} (${s.detail})`;
     }

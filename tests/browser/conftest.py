@@ -1,0 +1,208 @@
+"""A real `jupyter lab` on a temporary root and a real Chromium (Debian's, /usr/bin/chromium)
+driven by Playwright's sync API, for the JupyterLab extension's tests.
+
+Both are module-scoped (not pytest-playwright's session-scoped browser): the suite's
+`no_orphans` check runs at the end of every module, and a browser or a Jupyter server still
+alive then would be a leaked process. Screenshots go to tests/browser/artifacts/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("IPYLSP_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(__file__).parent / "artifacts"
+LABEXTENSION = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "ipylsp" / "package.json"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# What both the kernel and the server extension use: the embedded default, pinned.
+SERVER_CONFIG = """\
+c.IPyLSP.language_servers = {"python": ["ty", "ruff"]}
+# Offline: no news feed, no update check.
+c.LabApp.news_url = None
+c.LabApp.check_for_updates_class = "jupyterlab.handlers.announcements.NeverCheckForUpdate"
+"""
+
+
+def _missing() -> str:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed: pip install -e '.[lab]'"
+    if not CHROMIUM.exists():
+        return f"no Chromium at {CHROMIUM}: apt-get install chromium"
+    if not LABEXTENSION.exists():
+        return f"no JupyterLab extension at {LABEXTENSION}: scripts/build-labextension"
+    return ""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = _missing()
+    if reason:
+        for item in items:
+            if "tests/browser/" in item.nodeid:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Lab:
+    url: str  # base URL, ending in "/"
+    token: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def open_url(self, path: str) -> str:
+        """The URL that opens `path` (relative to the root) in a fresh JupyterLab workspace."""
+        return f"{self.url}lab/tree/{path}?reset&token={self.token}"
+
+    def api(self, route: str) -> object:
+        request = urllib.request.Request(
+            f"{self.url}{route}", headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """`jupyter lab` on a temporary root (a workspace: it holds a pyproject.toml), on
+    127.0.0.1 with a token, its own config dir (the user's is not read), no browser."""
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "shop"\nversion = "0"\n')
+    config = base / "config"
+    config.mkdir()
+    (config / "jupyter_server_config.py").write_text(SERVER_CONFIG)
+    # No "official Jupyter news?" toast over the page.
+    (config / "labconfig").mkdir()
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
+    )
+    port = _free_port()
+    token = secrets.token_hex(16)
+    log = base / "jupyter-lab.log"
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.allow_root=True",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.workspaces_dir={base / 'workspaces'}",
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    lab = Lab(f"http://127.0.0.1:{port}/", token, root, process, log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited: {log.read_text()[-3000:]}")
+            try:
+                lab.api("api/status")
+                break
+            except OSError as error:
+                if time.monotonic() > deadline:
+                    tail = log.read_text()[-3000:]
+                    raise RuntimeError(f"jupyter lab did not answer: {tail}") from error
+                time.sleep(0.2)  # polling a starting server: nothing to wait on instead
+        yield lab
+    finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the server shuts its kernels and language servers down), then the group."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(5)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[object]:
+    from playwright.sync_api import Browser
+
+    assert isinstance(browser, Browser)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def screenshot(page: object, name: str) -> Path:
+    from playwright.sync_api import Page
+
+    assert isinstance(page, Page)
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
