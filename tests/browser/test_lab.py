@@ -194,3 +194,83 @@ def test_live_report_status_and_problems(lab: Lab, page: Page) -> None:
     expect(panel.locator(".jp-ipylsp-row")).to_have_count(0)
     expect(status).to_have_text(re.compile(r"^ipylsp: \d+ running · 0 errors$"), timeout=20_000)
     screenshot(page, "live-fixed")
+
+
+def test_cuts_unknown_servers_and_notes_say_what_text_plain_says(lab: Lab, page: Page) -> None:
+    """A report with a cut (`... and N more`), a file-level and a check-level UNKNOWN server,
+    a note and a fixed line (the model's own formatter makes the bundle): the renderer shows
+    each as the text/plain line of the same bundle."""
+    from ipylsp.analysis.model import (
+        Diagnostic,
+        FileReport,
+        Position,
+        Range,
+        Report,
+        Severity,
+        Unknown,
+        UnknownReason,
+    )
+    from ipylsp.analysis.report import MIME_TYPE, FormatOptions, mime_bundle
+
+    def diag(line: int, message: str) -> Diagnostic:
+        where = Range(Position(line, 4), Position(line, 8))
+        return Diagnostic(where, Severity.ERROR, message, "Pyright", "reportX", "pyright")
+
+    src = lab.root / "src"
+    src.mkdir(exist_ok=True)
+    (src / "app.py").write_text("x = 1\n" * 10)
+    report = Report(
+        files=(
+            FileReport(
+                path=src / "app.py",
+                display_path="src/app.py",
+                diagnostics=(diag(1, "first"), diag(2, "second"), diag(3, "third")),
+                fixed=(diag(8, "old"),),
+                unknown=(
+                    Unknown("ty", UnknownReason.TIMED_OUT, "after 10.0 s", "raise the budget"),
+                ),
+                servers=("pyright", "ty"),
+            ),
+        ),
+        root=lab.root,
+        notes=("src/old.py was removed",),
+        unknown=(
+            Unknown(
+                "basedpyright",
+                UnknownReason.TIMED_OUT,
+                "24 of 150 files not checked within 10.0 s",
+                "the rest: %lsp pending",
+            ),
+        ),
+    )
+    bundle = mime_bundle(report, FormatOptions(max_per_file=1))
+    text = str(bundle["text/plain"]).split("\n")
+    expected = {
+        "more": "... and 2 more",
+        "file_unknown": "UNKNOWN [ty] timed out after 10.0 s: results for this file are "
+        "incomplete; raise the budget",
+        "fixed": "fixed 1 error in src/app.py",
+        "check_unknown": "UNKNOWN [basedpyright] 24 of 150 files not checked within 10.0 s; "
+        "the rest: %lsp pending",
+        "note": "src/old.py was removed",
+    }
+    assert set(expected.values()) <= set(text), text  # the lines text/plain says
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("# a report made by ipylsp.analysis.report.mime_bundle")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
+    nb.cells = [cell]
+    nbformat.write(nb, lab.root / "cuts.ipynb")
+    assert MIME_TYPE in bundle
+    open_in_lab(page, lab, "cuts.ipynb")
+
+    out = page.locator(".jp-Notebook .jp-ipylsp-report")
+    expect(out.locator(".jp-ipylsp-row")).to_have_text(
+        ["ERROR src/app.py:2:5 first [reportX] (Pyright)"]
+    )
+    expect(out.locator(".jp-ipylsp-file .jp-ipylsp-more")).to_have_text(expected["more"])
+    expect(out.locator(".jp-ipylsp-file .jp-ipylsp-unknown")).to_have_text(expected["file_unknown"])
+    expect(out.locator(".jp-ipylsp-file .jp-ipylsp-fixed")).to_have_text(expected["fixed"])
+    expect(out.locator(":scope > .jp-ipylsp-unknown")).to_have_text(expected["check_unknown"])
+    expect(out.locator(":scope > .jp-ipylsp-note")).to_have_text(expected["note"])
+    screenshot(page, "cuts-unknown-notes")
