@@ -16,6 +16,19 @@ from ipylsp._version import __version__
 POSITION_ENCODINGS = ("utf-32", "utf-8", "utf-16")
 
 
+CODE_ACTION: dict[str, Any] = {
+    # Literals (not bare commands), the edit resolved later (`codeAction/resolve`, which
+    # `lsp/code_actions.py` sends; ruff defers only its source actions, basedpyright and ty
+    # always send edits), and `data` kept for that resolve.
+    "codeActionLiteralSupport": {
+        "codeActionKind": {"valueSet": ["", "quickfix", "refactor", "source"]}
+    },
+    "resolveSupport": {"properties": ["edit"]},
+    "dataSupport": True,
+    "isPreferredSupport": True,
+}
+
+
 def client_capabilities() -> dict[str, Any]:
     return {
         "general": {"positionEncodings": list(POSITION_ENCODINGS)},
@@ -31,7 +44,7 @@ def client_capabilities() -> dict[str, Any]:
                 "relatedInformation": False,
                 "versionSupport": True,
                 "codeDescriptionSupport": True,
-                "dataSupport": False,
+                "dataSupport": True,  # a push server's fix data, sent back with code actions
             },
             "diagnostic": {"dynamicRegistration": True, "relatedDocumentSupport": False},
             "hover": {"contentFormat": ["plaintext", "markdown"]},
@@ -39,6 +52,7 @@ def client_capabilities() -> dict[str, Any]:
             "references": {},
             "completion": {"completionItem": {"snippetSupport": False}},
             "documentSymbol": {"hierarchicalDocumentSymbolSupport": True},
+            "codeAction": CODE_ACTION,
         },
         "window": {"workDoneProgress": True, "showMessage": {}},
     }

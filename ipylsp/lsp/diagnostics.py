@@ -24,6 +24,11 @@ VERSIONLESS_SETTLE = 0.2
 """Seconds without a new push after which a versionless push counts as the last for a change."""
 
 
+def _kept(doc: OpenDocument, version: int, items: list[Any]) -> list[Any]:
+    doc.wire = (version, items)
+    return items
+
+
 class DiagnosticsWaiter:
     """Obtains diagnostics for a version from one server's pulls or pushes.
 
@@ -49,18 +54,19 @@ class DiagnosticsWaiter:
         deadline: float,
         request_timeout: float,
     ) -> list[Any]:
-        """Wire diagnostics for `version` of `doc`; `push_mark` is the push sequence number
-        before the change was sent (a versionless push only counts when newer)."""
+        """Wire diagnostics for `version` of `doc`, also kept as `doc.wire`; `push_mark` is the
+        push sequence number before the change was sent (a versionless push only counts when
+        newer)."""
         while True:
             changed = self._server.changed
             self._require_endpoint()
             if self._server.pull_identifiers:
-                return await self._pull(doc, deadline, request_timeout)
+                return _kept(doc, version, await self._pull(doc, deadline, request_timeout))
             push = doc.push
             if push is not None and push.version == version:
-                return push.diagnostics
+                return _kept(doc, version, push.diagnostics)
             if push is not None and push.version is None and push.sequence > push_mark:
-                return await self._settled_versionless(doc, deadline)
+                return _kept(doc, version, await self._settled_versionless(doc, deadline))
             await self._wait(changed, deadline)
 
     async def _settled_versionless(self, doc: OpenDocument, deadline: float) -> list[Any]:

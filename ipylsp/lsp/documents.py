@@ -49,6 +49,10 @@ class OpenDocument:
     text: str
     last_used: float = field(default_factory=time.monotonic)
     push: Push | None = None
+    wire: tuple[int, list[Any]] | None = None
+    """(version, the diagnostics as the server sent them) for the latest version whose
+    diagnostics were read: a code action request sends them back untouched (ruff keeps its
+    fix in their `data`)."""
     _index: LineIndex | None = None
     _index_text: str | None = None
 

@@ -4,49 +4,11 @@ WorkspaceEdit, not a place."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ipylsp.analysis.edits import TextEdit
-from ipylsp.analysis.model import Range
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import LanguageClient
-from ipylsp.lsp.documents import uri_to_path
 from ipylsp.lsp.features import At, Columns, TextSource, ask, document, position
-
-
-def _edits(workspace_edit: Any, columns: Columns) -> tuple[TextEdit, ...]:
-    """A WorkspaceEdit's text edits (`changes` or `documentChanges`) in code points; file
-    creations, renames and deletions are not text and are left out."""
-    t = protocol.types()
-    pairs: list[tuple[str, Any]] = []
-    if workspace_edit is None:
-        return ()
-    if workspace_edit.document_changes:
-        for change in workspace_edit.document_changes:
-            if isinstance(change, t.TextDocumentEdit):
-                pairs.extend((change.text_document.uri, edit) for edit in change.edits)
-    elif workspace_edit.changes:
-        for uri, edits in workspace_edit.changes.items():
-            pairs.extend((uri, edit) for edit in edits)
-    out = []
-    for uri, edit in pairs:
-        path = uri_to_path(uri)
-        if path is None:
-            continue
-        start, end = edit.range.start, edit.range.end
-        out.append(
-            TextEdit(
-                path,
-                Range.of(
-                    start.line,
-                    columns.column(path, start.line, start.character),
-                    end.line,
-                    columns.column(path, end.line, end.character),
-                ),
-                edit.new_text,
-            )
-        )
-    return tuple(out)
+from ipylsp.lsp.workspace_edit import text_edits
 
 
 async def rename(
@@ -58,4 +20,4 @@ async def rename(
         text_document=document(at.path), position=position(client, at), new_name=new_name
     )
     answer = await ask(client, t.TEXT_DOCUMENT_RENAME, params, t.RenameResponse, timeout)
-    return _edits(answer, Columns(client.encoding, texts, at))
+    return text_edits(answer, Columns(client.encoding, texts, at))

@@ -1,9 +1,12 @@
 """Language features beyond diagnostics: hover, definition, type definition, implementation,
-references, completions, symbols.
+references, completions, outline and workspace symbols, calls, rename, code actions.
 
 This module only chooses the server (the first of the file's servers that advertises the
-feature) and turns failures into results; the requests themselves are typed functions in
-`lsp.features`. Positions in and out are 0-based lines and code-point columns.
+feature; code actions merge every server's quick fixes), makes the server's open documents
+match the disk first (an answer never describes text that no longer exists), and turns
+failures into results with a `reason`; the requests themselves are typed functions in
+`lsp.features`, `lsp.rename` and `lsp.code_actions`. Positions in and out are 0-based lines
+and code-point columns.
 """
 
 from __future__ import annotations
@@ -20,11 +23,15 @@ from ipylsp.analysis.edits import TextEdit
 from ipylsp.analysis.model import Unknown, UnknownReason
 from ipylsp.lsp import features as lsp_features
 from ipylsp.lsp import languages, protocol
-from ipylsp.lsp.client import ClientError, LanguageClient
+from ipylsp.lsp.client import FILE_DELETED, ClientError, LanguageClient
+from ipylsp.lsp.code_actions import code_actions
 from ipylsp.lsp.features import At, TextSource
-from ipylsp.service.baseline import read_text
+from ipylsp.lsp.rename import rename
+from ipylsp.service.baseline import TextTooLarge, read_text
 from ipylsp.service.checker import Checker
+from ipylsp.service.pool import Slot
 from ipylsp.service.reports import display_path
+from ipylsp.spec import ServerSpec
 
 MAX_ITEMS = lsp_features.MAX_ITEMS
 
@@ -78,12 +85,23 @@ class FeatureResult:
             return self.text or "(no hover information)"
         if self.kind == "completions":
             return "\n".join(self.items) or "(no completions)"
-        if self.kind == "symbols":
+        if self.kind in ("symbols", "workspace_symbols", "calls"):
             lines = [
-                f"{'  ' * s.depth}{s.kind} {s.name} [{s.line + 1}:{s.column + 1}]"
+                f"{'  ' * s.depth}{s.kind} {s.name} "
+                f"[{display_path(s.path, root) + ':' if s.path else ''}{s.line + 1}:{s.column + 1}]"
                 for s in self.symbols
             ]
-            return "\n".join(lines) or "(no symbols)"
+            return "\n".join(lines) or f"(no {self.kind})"
+        if self.kind == "rename":
+            lines = [
+                f"{display_path(e.path, root)}:{e.range.start.line + 1}:"
+                f"{e.range.start.column + 1} -> {e.new_text!r}"
+                for e in self.edits
+            ]
+            return "\n".join(lines) or "(nothing to rename)"
+        if self.kind == "code_actions":
+            lines = [f"{a.title} [{a.server_id}]" for a in self.actions]
+            return "\n".join(lines) or "(no quick fixes)"
         lines = [
             f"{display_path(loc.path, root)}:{loc.line + 1}:{loc.column + 1}"
             for loc in self.locations
@@ -99,14 +117,33 @@ class FeatureResult:
 
 def _texts(path: Path) -> str | None:
     """Text of a file an answer points into (for its columns); None when unreadable."""
-    return read_text(path) if path.is_file() else None
+    try:
+        return read_text(path) if path.is_file() else None
+    except (OSError, TextTooLarge):
+        return None
 
 
-Ask = Callable[[LanguageClient, At, float], Awaitable[FeatureResult]]
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One feature request for one server: where, with what, and until when."""
+
+    at: At
+    language_id: str
+    deadline: float
+    direction: str = "incoming"
+    new_name: str = ""
+    query: str = ""
+
+    @property
+    def timeout(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.1)
 
 
-async def _hover(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
-    return FeatureResult("hover", text=await lsp_features.hover(client, at, timeout))
+Ask = Callable[[LanguageClient, Query], Awaitable[FeatureResult]]
+
+
+async def _hover(client: LanguageClient, q: Query) -> FeatureResult:
+    return FeatureResult("hover", text=await lsp_features.hover(client, q.at, q.timeout))
 
 
 Locate = Callable[[LanguageClient, At, TextSource, float], Awaitable[tuple[Location, ...]]]
@@ -116,20 +153,45 @@ def _locations(kind: str, locate: Locate) -> Ask:
     """A feature whose answer is places (definition, type definition, implementation,
     references): the same request shape, a different `lsp.features` function."""
 
-    async def ask(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
-        return FeatureResult(kind, locations=await locate(client, at, _texts, timeout))
+    async def ask(client: LanguageClient, q: Query) -> FeatureResult:
+        return FeatureResult(kind, locations=await locate(client, q.at, _texts, q.timeout))
 
     return ask
 
 
-async def _completions(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
-    found = await lsp_features.completions(client, at, timeout)
-    return FeatureResult("completions", items=tuple(item.label for item in found))
+async def _completions(client: LanguageClient, q: Query) -> FeatureResult:
+    found = await lsp_features.completions(client, q.at, q.timeout)
+    return FeatureResult(
+        "completions", items=tuple(item.label for item in found), completions=found
+    )
 
 
-async def _symbols(client: LanguageClient, at: At, timeout: float) -> FeatureResult:
-    found = await lsp_features.document_symbols(client, at.path, at.text, timeout)
+async def _symbols(client: LanguageClient, q: Query) -> FeatureResult:
+    found = await lsp_features.document_symbols(client, q.at.path, q.at.text, q.timeout)
     return FeatureResult("symbols", symbols=found)
+
+
+async def _workspace_symbols(client: LanguageClient, q: Query) -> FeatureResult:
+    found = await lsp_features.workspace_symbols(client, q.query, _texts, q.timeout)
+    return FeatureResult("workspace_symbols", symbols=found)
+
+
+async def _calls(client: LanguageClient, q: Query) -> FeatureResult:
+    found = await lsp_features.calls(client, q.at, q.direction, _texts, q.timeout)
+    return FeatureResult("calls", symbols=found)
+
+
+async def _rename(client: LanguageClient, q: Query) -> FeatureResult:
+    edits = await rename(client, q.at, q.new_name, _texts, q.timeout)
+    return FeatureResult("rename", edits=edits)
+
+
+async def _code_actions(client: LanguageClient, q: Query) -> FeatureResult:
+    at = q.at
+    found = await code_actions(
+        client, at.path, at.text, q.language_id, at.line, _texts, q.deadline
+    )
+    return FeatureResult("code_actions", actions=found)
 
 
 PROVIDERS: dict[str, tuple[str, Ask]] = {
@@ -144,8 +206,69 @@ PROVIDERS: dict[str, tuple[str, Ask]] = {
     "references": ("referencesProvider", _locations("references", lsp_features.references)),
     "completions": ("completionProvider", _completions),
     "symbols": ("documentSymbolProvider", _symbols),
+    "workspace_symbols": ("workspaceSymbolProvider", _workspace_symbols),
+    "calls": ("callHierarchyProvider", _calls),
+    "rename": ("renameProvider", _rename),
+    "code_actions": ("codeActionProvider", _code_actions),
 }
 """Feature kind -> (the server capability that offers it, the request)."""
+
+MERGED = frozenset({"code_actions"})
+"""Kinds answered by every server that offers them, not the first: each linter or checker
+has its own quick fixes."""
+
+_REASONS: dict[UnknownReason, FeatureFailure] = {
+    UnknownReason.NOT_INSTALLED: "not_installed",
+    UnknownReason.BROKEN: "broken",
+    UnknownReason.TIMED_OUT: "timed_out",
+    UnknownReason.CRASHED: "crashed",
+    UnknownReason.FAILED: "failed",
+}
+
+
+async def resync(client: LanguageClient, skip: Path, deadline: float) -> None:
+    """Make the documents `client` has open match the disk (an editor or `git checkout`
+    changed them behind our back): a changed text is sent, a vanished file closed and
+    announced as deleted. `skip`: the queried file, synced by the caller."""
+    gone: list[tuple[Path, int]] = []
+    for doc in client.documents:
+        if doc.path == skip:
+            continue
+        try:
+            text = read_text(doc.path)
+        except (OSError, TextTooLarge):  # unreadable now (a directory, too large)
+            continue  # leave the server's text alone
+        if text is None:
+            await client.close_document(doc.path)
+            gone.append((doc.path, FILE_DELETED))
+        elif text != doc.text:
+            await client.sync_document(doc.path, text, doc.language_id, deadline=deadline)
+    await client.files_changed(gone)
+
+
+@dataclass
+class _Failures:
+    """What kept the servers from answering: the first failure decides the reason."""
+
+    kind: str
+    errors: list[str]
+    reason: FeatureFailure | None = None
+    hint: str = ""
+
+    def add(self, server_id: str, reason: UnknownReason, detail: str, hint: str = "") -> None:
+        self.errors.append(f"{server_id}: {reason.value}: {detail}")
+        if self.reason is None:
+            self.reason, self.hint = _REASONS[reason], hint
+
+    def result(self, path: Path) -> FeatureResult:
+        if self.reason is None:
+            return FeatureResult(
+                self.kind, error=f"no server for {path.name} offers {self.kind}",
+                reason="no_provider",
+            )
+        return FeatureResult(
+            self.kind, error="; ".join(self.errors), reason=self.reason, hint=self.hint
+        )
 
 
 async def request_feature(
@@ -164,33 +287,56 @@ async def request_feature(
     (whose `path` only chooses the servers)."""
     if kind not in PROVIDERS:
         raise ValueError(f"unknown feature {kind!r}")
-    text = read_text(path)
+    text = _texts(path)
     if text is None:
-        return FeatureResult(kind, error=f"no such file: {path}")
+        return FeatureResult(kind, error=f"no such file: {path}", reason="no_file")
     language_id = languages.language_id(path)
     if language_id is None:
-        return FeatureResult(kind, error=f"no language server knows {path.name}")
-    capability, ask = PROVIDERS[kind]
+        return FeatureResult(
+            kind, error=f"no language server knows {path.name}", reason="no_language"
+        )
     if not protocol.loaded():  # its ~0.3 s import runs beside the loop, not on it
         await asyncio.to_thread(protocol.warm)
-    errors: list[str] = []
+    q = Query(At(path, text, line, column), language_id, deadline, direction, new_name, query)
+    failures = _Failures(kind, [])
+    answers: list[FeatureResult] = []
     for spec in checker.resolver.servers(path):
-        slot = checker.resolver.slot(spec, path)
-        if isinstance(slot, Unknown):
-            errors.append(f"{spec.id}: {slot.reason.value}: {slot.detail}")
-            continue
-        try:
-            client = await checker.pool.acquire(slot, deadline)
-            if not lsp_features.supports(client, capability):
-                continue
-            await client.sync_document(path, text, language_id)
-            timeout = max(deadline - time.monotonic(), 0.1)
-            result = await ask(client, At(path, text, line, column), timeout)
-        except ClientError as exc:
-            errors.append(f"{spec.id}: {exc.reason.value}: {exc.detail}")
-            if exc.reason is UnknownReason.TIMED_OUT:
-                await checker.pool.record_timeout(slot)
-            continue
-        return replace(result, server_id=spec.id)
-    detail = "; ".join(errors) or f"no server for {path.name} offers {kind}"
-    return FeatureResult(kind, error=detail)
+        result = await _ask_one(checker, spec, kind, q, failures)
+        if result is not None:
+            answers.append(result)
+            if kind not in MERGED:
+                break
+    if not answers:
+        return failures.result(path)
+    if kind in MERGED:
+        ids = [a.server_id for a in answers if a.server_id]
+        actions = tuple(action for a in answers for action in a.actions)
+        return FeatureResult(kind, server_id="+".join(ids), actions=actions)
+    return answers[0]
+
+
+async def _ask_one(
+    checker: Checker, spec: ServerSpec, kind: str, q: Query, failures: _Failures
+) -> FeatureResult | None:
+    """One server's answer, or None (why is added to `failures`; not offering it is no
+    failure)."""
+    path = q.at.path
+    slot: Slot | Unknown = checker.resolver.slot(spec, path)
+    if isinstance(slot, Unknown):
+        failures.add(spec.id, slot.reason, slot.detail, slot.hint)
+        return None
+    capability, ask = PROVIDERS[kind]
+    try:
+        client = await checker.pool.acquire(slot, q.deadline)
+        if not lsp_features.supports(client, capability):
+            return None
+        await resync(client, path, q.deadline)
+        await client.sync_document(path, q.at.text, q.language_id, deadline=q.deadline)
+        result = await ask(client, q)
+    except ClientError as exc:
+        hint = checker.resolver.unknown_for(spec, slot.root, exc).hint
+        failures.add(spec.id, exc.reason, exc.detail, hint)
+        if exc.reason is UnknownReason.TIMED_OUT:
+            await checker.pool.record_timeout(slot)
+        return None
+    return replace(result, server_id=spec.id)
