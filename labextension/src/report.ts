@@ -80,10 +80,12 @@ export function countPhrase(severities: Severity[]): string {
   return parts.slice(0, -1).join(', ') + ' and ' + parts[parts.length - 1];
 }
 
+/** `fixed 2 errors in shop.py`: one count per problem (`same_as` joins what two servers fixed),
+ * when the JSON lists every fixed diagnostic; else the count of diagnostics it gives. */
 function fixedLine(file: IFileReport): string {
   const rows = problemRows(file.fixed);
   const phrase =
-    rows.length === file.fixed_count
+    file.fixed.length === file.fixed_count
       ? countPhrase(rows.map(row => row[0].severity))
       : `${file.fixed_count} ${file.fixed_count === 1 ? 'problem' : 'problems'}`;
   return `fixed ${phrase} in ${file.path}`;

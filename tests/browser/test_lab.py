@@ -105,11 +105,6 @@ def test_saved_report_renders_and_opens_the_file(
     expect(page.locator(".jp-Dialog")).to_have_count(0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the JSON's fixed[] carries no same_as (ipylsp/analysis/report/schema.py), so the "
-    "renderer cannot count a problem ty and ruff both fixed once, as text/plain does",
-)
 def test_saved_fix_says_what_text_plain_says(
     lab: Lab, saved: nbformat.NotebookNode, page: Page
 ) -> None:
@@ -184,9 +179,8 @@ def test_live_report_status_and_problems(lab: Lab, page: Page) -> None:
     page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="live.ipynb").click()
     run_cell(page, 2)
     fixed = page.locator(".jp-Notebook .jp-Cell").nth(2)
-    # "fixed 2 errors" once fixed[] says which diagnostics are one problem (see the xfail).
     expect(fixed.locator(".jp-ipylsp-fixed")).to_have_text(
-        re.compile(r"^fixed \d errors in shop\.py$"), timeout=LIVE_TIMEOUT
+        "fixed 2 errors in shop.py", timeout=LIVE_TIMEOUT
     )
     expect(panel.locator(".jp-ipylsp-problems-summary")).to_have_text(
         "No problems", timeout=LIVE_TIMEOUT

@@ -7,8 +7,11 @@ fixed counts, the summary), from the same selection.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from ipylsp.analysis.model import Diagnostic, Report, Severity, Unknown
 from ipylsp.analysis.report.budget import select
+from ipylsp.analysis.report.merge import merge
 from ipylsp.analysis.report.selection import FileView, FormatOptions, cap
 
 SCHEMA = "ipylsp.diagnostics/1"
@@ -33,8 +36,12 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
 def _diagnostics_json(view: FileView) -> list[dict[str, object]]:
     """The shown rows' diagnostics; a later server's diagnostic of a merged line says which
     one it repeats (`same_as`, an index in this list)."""
+    return _rows_json(view.rows)
+
+
+def _rows_json(rows: Iterable[Sequence[Diagnostic]]) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
-    for row in view.rows:
+    for row in rows:
         first = len(out)
         out.append(diagnostic_json(row[0]))
         out.extend({**diagnostic_json(d), "same_as": first} for d in row[1:])
@@ -62,7 +69,7 @@ def to_json(
                 "absolute_path": str(f.path),
                 "servers": list(f.servers),
                 "diagnostics": _diagnostics_json(view),
-                "fixed": [diagnostic_json(d) for d in view.fixed[:fixed_cap]],
+                "fixed": _rows_json(merge(view.fixed[:fixed_cap])),
                 "fixed_count": len(view.fixed),
                 "unknown": [_unknown_json(u) for u in f.unknown],
                 "omitted": view.omitted,
