@@ -57,12 +57,13 @@ def _missing() -> str:
     return ""
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.fixture(autouse=True)
+def _every_part_present() -> None:
+    """A missing part fails each browser test loudly, with the command that installs it
+    (never a skip: CI must not pass without the browser tests)."""
     reason = _missing()
     if reason:
-        for item in items:
-            if "tests/browser/" in item.nodeid:
-                item.add_marker(pytest.mark.skip(reason=reason))
+        pytest.fail(f"the browser tests cannot run: {reason}", pytrace=False)
 
 
 def _free_port() -> int:

@@ -12,11 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.conftest import Lab, screenshot
-
-pytest.importorskip("playwright")
-from playwright.sync_api import Locator, Page, expect
 
 SETUP = '%load_ext ipylsp\n%config IPyLSP.language_servers = {"python": ["ty", "ruff"]}'
 BROKEN = """%%writefile shop.py
