@@ -1,0 +1,269 @@
+"""`Service.feature` against real servers: every feature kind the agent tools use (hover,
+definition, type definition, references, calls, workspace symbols, completions, rename, code
+actions) on ty and basedpyright (+ ruff for code actions) and TypeScript, every failure
+`reason`, and the re-sync of open documents that changed on disk. The fixture server only
+for the faults no real server shows on demand (timeouts, errors, crashes, broken)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipylsp.analysis.edits import apply, preview
+from ipylsp.lsp import registry
+from ipylsp.service.features import FeatureResult
+from ipylsp.service.service import Service
+from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
+from tests.conftest import fake_command
+from tests.real_servers import DATA_DIR, require, workspace, write
+from tests.test_lsp_features import SHAPES as CLASSES
+
+SHAPES = CLASSES + (  # Shape, Square
+    "\n"
+    "\n"
+    "def total(shapes: list[Shape]) -> float:\n"
+    "    return sum(s.area() for s in shapes)\n"
+)
+MAIN = (
+    "from shapes import Square, total\n"
+    "\n"
+    "# «é» non-ASCII before the name moves no column\n"
+    "sq = Square(2.0)\n"
+    "print(sq.area(), total([sq]))\n"
+    "\n"
+    "\n"
+    "def report() -> float:\n"
+    "    return total([sq, Square(1.0)])\n"
+)
+
+HOVER = {
+    "ty": "bound method Square.area() -> float",
+    "basedpyright": "(method) def area() -> float",
+}
+MODULE_CALLER = {  # the module-level call's caller, as each server names it
+    "ty": "module main [main.py:1:1]",
+    "basedpyright": "module (module) main.py [main.py:1:1]",
+}
+TOTAL_SYMBOL = {  # ty points at the definition's start, basedpyright at the name
+    "ty": "function total [shapes.py:13:1]",
+    "basedpyright": "function total [shapes.py:13:5]",
+}
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = workspace(tmp_path, monkeypatch)
+    write(root, "shapes.py", SHAPES)
+    write(root, "main.py", MAIN)
+    return root
+
+
+def python_service(*server_ids: str) -> Service:
+    for server_id in server_ids:
+        require(server_id)
+    return Service(Settings(language_servers={"python": server_ids}, data_dir=DATA_DIR))
+
+
+@pytest.fixture(params=["ty", "basedpyright"])
+def service(request: pytest.FixtureRequest, root: Path) -> Iterator[Service]:
+    with python_service(request.param) as service:
+        yield service
+
+
+def answered(result: FeatureResult) -> FeatureResult:
+    assert result.reason is None and not result.error, result.error
+    return result
+
+
+def test_python_features(service: Service, root: Path) -> None:
+    shapes, main = root / "shapes.py", root / "main.py"
+    server_id = answered(service.feature("hover", main, 4, 9)).server_id
+    assert server_id in HOVER
+    assert service.feature("hover", main, 4, 9).text == HOVER[server_id]
+    assert answered(service.feature("definition", main, 3, 6)).format(root) == "shapes.py:5:7"
+    assert service.feature("type_definition", main, 3, 0).format(root) == "shapes.py:5:7"
+    references = service.feature("references", shapes, 12, 4).format(root).splitlines()
+    assert sorted(references) == ["main.py:1:28", "main.py:5:18", "main.py:9:12", "shapes.py:13:5"]
+
+    incoming = answered(service.feature("calls", shapes, 12, 4, direction="incoming"))
+    lines = incoming.format(root).splitlines()
+    assert lines[0] == "function total [shapes.py:13:5]"  # the prepared item first, depth 0
+    assert sorted(lines[1:]) == sorted(
+        ["  " + MODULE_CALLER[server_id], "  function report [main.py:8:5]"]
+    )
+    outgoing = service.feature("calls", main, 7, 4, direction="outgoing").format(root)
+    assert outgoing.splitlines()[0] == "function report [main.py:8:5]"
+    assert sorted(outgoing.splitlines()[1:]) == [
+        "  class Square [shapes.py:5:7]", "  function total [shapes.py:13:5]"
+    ]
+
+    found = answered(service.feature("workspace_symbols", main, query="total"))
+    assert found.format(root) == TOTAL_SYMBOL[server_id]
+    assert found.symbols[0].path == shapes
+
+    completions = answered(service.feature("completions", main, 4, 13))  # print(sq.area|(
+    area = [c for c in completions.completions if c.label == "area"]
+    assert [c.kind for c in area] == ["method"]
+    assert completions.items == tuple(c.label for c in completions.completions)
+
+    renamed = answered(service.feature("rename", shapes, 4, 6, new_name="Box"))
+    assert {edit.path for edit in renamed.edits} == {shapes, main}
+    assert apply(SHAPES, [e for e in renamed.edits if e.path == shapes]) == SHAPES.replace(
+        "Square", "Box"
+    )
+    assert apply(MAIN, [e for e in renamed.edits if e.path == main]) == MAIN.replace(
+        "Square", "Box"
+    )
+    assert (shapes.read_text(), main.read_text()) == (SHAPES, MAIN)  # nothing applied
+
+
+FIX = 'import os\nimport sys\n\nprint(sys.argv)\nx = Path("a")\n'
+REMOVE_OS = (
+    "--- a/fix.py\n"
+    "+++ b/fix.py\n"
+    "@@ -1,4 +1,3 @@\n"
+    "-import os\n"
+    " import sys\n"
+    " \n"
+    " print(sys.argv)\n"
+)
+
+
+def actions_by_title(result: FeatureResult) -> dict[str, str]:
+    """Each action's title -> the text its edits would make of FIX."""
+    return {a.title: apply(FIX, a.edits) for a in answered(result).actions}
+
+
+def test_code_actions_basedpyright_and_ruff(root: Path) -> None:
+    path = write(root, "fix.py", FIX)
+    with python_service("basedpyright", "ruff") as service:
+        on_import = service.feature("code_actions", path, 0)
+        assert on_import.server_id == "basedpyright+ruff"
+        assert [(a.server_id, a.title, a.fixes) for a in on_import.actions] == [
+            ("basedpyright", "Add `# pyright: ignore[reportUnusedImport]`",
+             ("reportUnusedImport",)),
+            ("ruff", "Ruff (F401): Remove unused import: `os`", ("F401",)),
+            ("ruff", "Ruff (F401): Disable for this line", ("F401",)),
+        ]
+        remove = on_import.actions[1]
+        assert preview(remove.edits, {path: FIX}, {path: "fix.py"}) == REMOVE_OS
+        assert apply(FIX, on_import.actions[2].edits) == FIX.replace(
+            "import os\n", "import os  # noqa: F401\n"
+        )
+        # basedpyright's add-import for an undefined name (it sorts the import in)
+        fixes = actions_by_title(service.feature("code_actions", path, 4))
+        assert fixes["from pathlib import Path"] == (
+            'import os\nfrom pathlib import Path\nimport sys\n\nprint(sys.argv)\nx = Path("a")\n'
+        )
+        assert fixes["Ruff (F821): Disable for this line"] == FIX.replace(
+            'Path("a")\n', 'Path("a")  # noqa: F821\n'
+        )
+        assert service.feature("code_actions", path, 3).actions == ()  # a clean line
+        assert path.read_text() == FIX
+
+
+def test_code_actions_ty_and_ruff(root: Path) -> None:
+    path = write(root, "fix.py", FIX)
+    with python_service("ty", "ruff") as service:
+        on_import = service.feature("code_actions", path, 0)
+        assert [a.title for a in on_import.actions] == [  # ty has no unused-import rule
+            "Ruff (F401): Remove unused import: `os`", "Ruff (F401): Disable for this line"
+        ]
+        on_path = service.feature("code_actions", path, 4)
+        ty_titles = [a.title for a in on_path.actions if a.server_id == "ty"]
+        # ty imports from every module it can see that defines the name, stdlib first
+        assert ty_titles[:2] == ["import pathlib.Path", "import zipfile.Path"]
+        assert ty_titles[-1] == "Ignore 'unresolved-reference' for this line"
+        fixes = actions_by_title(on_path)
+        assert fixes["import pathlib.Path"] == "from pathlib import Path\n" + FIX
+        assert on_path.actions[0].fixes == ("unresolved-reference",)
+
+
+def test_typescript_definition_and_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    require("typescript")
+    root = workspace(tmp_path, monkeypatch)
+    write(root, "tsconfig.json", '{"compilerOptions": {"strict": true}}\n')
+    greet_ts = "export function greet(name: string): string {\n  return `hi ${name}`;\n}\n"
+    main_ts = 'import { greet } from "./greet";\n\nconsole.log(greet("é"), greet("x"));\n'
+    greet, main = write(root, "greet.ts", greet_ts), write(root, "main.ts", main_ts)
+    settings = Settings(language_servers={"typescript": ("typescript",)}, data_dir=DATA_DIR)
+    with Service(settings) as service:
+        assert answered(service.feature("definition", main, 2, 28)).format(root) == (
+            "greet.ts:1:17"
+        )
+        renamed = answered(service.feature("rename", greet, 0, 16, new_name="welcome"))
+        assert apply(greet_ts, [e for e in renamed.edits if e.path == greet]) == (
+            greet_ts.replace("greet", "welcome")
+        )
+        assert apply(main_ts, [e for e in renamed.edits if e.path == main]) == (
+            main_ts.replace("greet(", "welcome(").replace("{ greet }", "{ welcome }")
+        )
+
+
+def test_failure_reasons_from_real_servers(root: Path) -> None:
+    write(root, "notes.xyz", "hello\n")
+    missing = ServerOverride(command=("/nonexistent/ty",))
+    with python_service("ruff") as service:
+        assert service.feature("hover", root / "nope.py").reason == "no_file"
+        assert service.feature("hover", root).reason == "no_file"  # a directory
+        assert service.feature("hover", root / "notes.xyz").reason == "no_language"
+        no_rename = service.feature("rename", root / "main.py", 0, 20, new_name="x")
+        assert (no_rename.reason, no_rename.error) == (
+            "no_provider", "no server for main.py offers rename"
+        )
+    settings = Settings(language_servers={"python": ("ty",)}, servers={"ty": missing},
+                        data_dir=DATA_DIR)
+    with Service(settings) as service:
+        absent = service.feature("definition", root / "main.py", 3, 6)
+        ty = registry.get("ty")
+        assert ty is not None
+        assert (absent.reason, absent.hint) == ("not_installed", registry.install_hint(ty))
+        assert absent.hint and absent.error.startswith("ty: not installed: ")
+
+
+def fake_service(*flags: str) -> Service:
+    spec = ServerSpec(
+        id="fake", name="Fake", languages=("shellscript",), command=fake_command(*flags),
+        install=InstallRecipe("path", hint="it is a test fixture"),
+    )
+    return Service(Settings(language_servers={"shellscript": ("fake",)}, extra_specs=(spec,),
+                            wait_budget=1.0, request_timeout=1.0, max_timeouts=2))
+
+
+@pytest.mark.parametrize(
+    ("flags", "reason"),
+    [
+        (("--error-on", "textDocument/hover"), "failed"),
+        (("--crash-on", "textDocument/hover"), "crashed"),
+        (("--hang-on", "textDocument/hover"), "timed_out"),
+    ],
+)
+def test_failure_reasons_from_faults(tmp_path: Path, flags: tuple[str, ...], reason: str) -> None:
+    path = write(tmp_path, "a.sh", "echo hi\n")
+    with fake_service(*flags) as service:
+        assert service.feature("hover", path).reason == reason
+
+
+def test_a_server_that_keeps_timing_out_is_broken_with_a_hint(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.sh", "echo hi\n")
+    with fake_service("--hang-on", "textDocument/hover") as service:
+        assert [service.feature("hover", path).reason for _ in range(2)] == ["timed_out"] * 2
+        broken = service.feature("hover", path)
+        assert (broken.reason, broken.hint) == ("broken", "`%lsp restart fake` starts it again")
+
+
+def test_answers_follow_open_documents_changed_on_disk(service: Service, root: Path) -> None:
+    shapes, main = root / "shapes.py", root / "main.py"
+    # shapes.py is open in the server (queried), then changes behind its back
+    assert service.feature("definition", shapes, 12, 23).format(root) == "shapes.py:1:7"
+    assert service.feature("definition", main, 3, 6).format(root) == "shapes.py:5:7"
+    shapes.write_text("# moved\n\n" + SHAPES, encoding="utf-8")
+    assert service.feature("definition", main, 3, 6).format(root) == "shapes.py:7:7"
+    references = service.feature("references", main, 0, 19).format(root).splitlines()
+    assert sorted(references) == ["main.py:1:20", "main.py:4:6", "main.py:9:23", "shapes.py:7:7"]
+    shapes.unlink()  # gone: closed in the server, which is told it was deleted
+    after = service.feature("definition", main, 3, 6)
+    assert after.reason is None and [loc for loc in after.locations if loc.path == shapes] == []
