@@ -21,7 +21,7 @@ from ipylsp.service.service import Service
 from ipylsp.settings import Settings
 from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
-from tests.real_servers import require, write
+from tests.real_servers import DATA_DIR, require, write
 
 SHAPES = (
     "class Shape:\n"
@@ -59,7 +59,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def service(root: Path) -> Iterator[Service]:
-    with Service(Settings(language_servers={"python": ("ty", "ruff")})) as svc:
+    with Service(Settings(language_servers={"python": ("ty", "ruff")}, data_dir=DATA_DIR)) as svc:
         yield svc
 
 
@@ -486,3 +486,127 @@ def test_late_answers_reach_subscribers(root: Path) -> None:
         service.close()
     assert len(seen) == 2 and seen[0] is first
     assert [d.message for d in seen[1].files[0].diagnostics] == ["arrives late"]
+
+
+# -- the features that answer with edits, calls and workspace symbols ---------------------------
+
+
+def test_symbol_alone_is_found_across_the_workspace(box: Toolbox) -> None:
+    result = box.call("lsp_definition", {"symbol": "Square"})
+    assert ok(result) == "shapes.py:6:7: class Square(Shape):"
+    assert result.data["at"] == {"path": "shapes.py", "line": 6, "column": 7}
+    narrowed = box.call("lsp_hover", {"symbol": "Square.area"})
+    assert narrowed.data["at"] == {"path": "shapes.py", "line": 7, "column": 9}
+
+
+def test_a_name_defined_twice_in_the_workspace_is_ambiguous(box: Toolbox) -> None:
+    write(box.workspace.root, "other.py", "class Square:\n    pass\n")
+    box.call("lsp_check", {"path": "other.py"})  # ipylsp tells the servers of new files it sees
+    try:
+        result = box.call("lsp_references", {"symbol": "Square"})
+        assert result.error_code == "ambiguous_symbol"
+        assert result.text == (
+            "error [ambiguous_symbol]: 'Square' names 2 symbols in the workspace: "
+            "class Square  other.py:1:7; class Square  shapes.py:6:7; "
+            "pass `path` and `line` (with `symbol`) for the one you mean"
+        )
+        missing = box.call("lsp_references", {"symbol": "Circle"})
+        assert missing.error_code == "symbol_not_found"
+        assert missing.text.startswith("error [symbol_not_found]: no symbol named 'Circle' in "
+                                       "the workspace")
+    finally:
+        (box.workspace.root / "other.py").unlink()
+
+
+def test_workspace_symbol_search(box: Toolbox) -> None:
+    assert ok(box.call("lsp_symbols", {"query": "Squ"})) == "class Square  shapes.py:6:1"
+
+
+def test_rename_preview_is_a_diff_and_writes_nothing(box: Toolbox) -> None:
+    result = box.call("lsp_rename_preview", {"path": "main.py", "line": 3, "symbol": "Square",
+                                             "new_name": "Box"})
+    assert ok(result) == (
+        "renaming changes 3 places in 2 files (not applied):\n"
+        "--- a/main.py\n+++ b/main.py\n@@ -1,4 +1,4 @@\n"
+        "-from shapes import Square\n+from shapes import Box\n \n"
+        "-sq = Square()\n+sq = Box()\n total = sq.area() + sq.area()\n"
+        "--- a/shapes.py\n+++ b/shapes.py\n@@ -3,6 +3,6 @@\n"
+        "         return 0.0\n \n \n-class Square(Shape):\n+class Box(Shape):\n"
+        "     def area(self) -> float:\n         return 1.0"
+    )
+    assert result.data["files"] == ["main.py", "shapes.py"]
+    assert (box.workspace.root / "main.py").read_text() == MAIN
+
+
+def test_code_actions_show_ruffs_fix_as_a_diff(box: Toolbox) -> None:
+    write(box.workspace.root, "imports.py", "import os\n\nprint(1)\n")
+    result = box.call("lsp_code_actions", {"path": "imports.py", "line": 1})
+    text = ok(result)
+    assert text.startswith(
+        "1. Ruff (F401): Remove unused import: `os` [ruff] (F401)\n"
+        "--- a/imports.py\n+++ b/imports.py\n@@ -1,3 +1,2 @@\n-import os\n \n print(1)\n"
+        "2. Ruff (F401): Disable for this line [ruff] (F401)\n"
+    )
+    assert result.data["actions"][0]["diff"].startswith("--- a/imports.py")
+    assert (box.workspace.root / "imports.py").read_text() == "import os\n\nprint(1)\n"
+    none = box.call("lsp_code_actions", {"path": "imports.py", "line": 3})
+    assert ok(none) == "(no quick fixes for line 3)"
+
+
+def test_calls_incoming_and_outgoing(box: Toolbox) -> None:
+    write(box.workspace.root, "calls.py",
+          "def leaf() -> int:\n    return 1\n\n\ndef root() -> int:\n    return leaf()\n")
+    incoming = box.call("lsp_calls", {"path": "calls.py", "symbol": "leaf"})
+    assert ok(incoming).splitlines() == [
+        "incoming calls of function leaf (in calls)  calls.py:1:5:",
+        "function root (in calls)  calls.py:5:5",
+    ]
+    outgoing = box.call("lsp_calls", {"path": "calls.py", "symbol": "root",
+                                      "direction": "outgoing"})
+    assert ok(outgoing).splitlines()[1:] == ["function leaf (in calls)  calls.py:1:5"]
+
+
+def test_a_definition_follows_a_file_changed_behind_ipylsps_back(box: Toolbox) -> None:
+    box.call("lsp_check", {"path": "shapes.py"})  # the server has shapes.py open
+    first = box.call("lsp_definition", {"path": "main.py", "line": 3, "symbol": "Square"})
+    assert ok(first) == "shapes.py:6:7: class Square(Shape):"
+    write(box.workspace.root, "shapes.py", "# moved down\n\n" + SHAPES)
+    moved = box.call("lsp_definition", {"path": "main.py", "line": 3, "symbol": "Square"})
+    assert ok(moved) == "shapes.py:8:7: class Square(Shape):"
+
+
+def test_basedpyright_offers_the_missing_import(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.real_servers import workspace
+
+    require("basedpyright")
+    root = workspace(tmp_path, monkeypatch)
+    write(root, "paths.py", "home = Path.home()\n")
+    settings = Settings(language_servers={"python": ("basedpyright",)}, data_dir=DATA_DIR)
+    with Service(settings) as service:
+        result = Toolbox(service, root).call("lsp_code_actions", {"path": "paths.py", "line": 1})
+    text = ok(result)
+    assert text.startswith(
+        "1. from pathlib import Path [basedpyright] (reportUndefinedVariable)\n"
+        "--- a/paths.py\n+++ b/paths.py\n@@ -1 +1,4 @@\n"
+        "+from pathlib import Path\n+\n+\n home = Path.home()\n"
+    )
+
+
+def test_typescript_definition_by_symbol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.real_servers import workspace
+
+    require("typescript")
+    root = workspace(tmp_path, monkeypatch)
+    write(root, "tsconfig.json", '{"compilerOptions": {"strict": true}}\n')
+    write(root, "greet.ts", "export function greet(name: string): string {\n  return name;\n}\n")
+    write(root, "main.ts", 'import { greet } from "./greet";\n\nconsole.log(greet("x"));\n')
+    settings = Settings(language_servers={"typescript": ("typescript",)}, data_dir=DATA_DIR)
+    with Service(settings) as service:
+        box = Toolbox(service, root)
+        result = box.call("lsp_definition", {"path": "main.ts", "line": 3, "symbol": "greet"})
+        assert ok(result) == (
+            "greet.ts:1:17: export function greet(name: string): string {"
+        )
+        hover = box.call("lsp_hover", {"path": "main.ts", "line": 3, "symbol": "greet"})
+        assert "function greet(name: string): string" in ok(hover)

@@ -18,6 +18,7 @@ from ipylsp.agent.errors import ToolError
 from ipylsp.agent.registry import Arguments
 from ipylsp.agent.text import fit, symbol_line
 from ipylsp.analysis.answers import Symbol
+from ipylsp.analysis.naturalsort import natural_key
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
@@ -100,6 +101,9 @@ def _chosen(box: Toolbox, found: list[Symbol], wanted: str, where: str, default:
             f"no symbol named {wanted!r} {where}; lsp_symbols(query=...) searches by part of a "
             f"name, or give `path` and `line`",
         )
+    if default is None:  # places across the workspace, in the order of their paths
+        found = sorted(found, key=lambda s: (natural_key(box.workspace.shown(s.path or Path())),
+                                             s.line, s.column))
     choices = [symbol_line(box.workspace, s, default).strip() for s in found[:MAX_CHOICES]]
     listing = fit(choices, box.max_chars, total=len(found)).replace("\n", "; ")
     raise ToolError(
@@ -120,7 +124,8 @@ def _in_workspace(box: Toolbox, wanted: str) -> Target:
     name = wanted.rpartition(".")[2]
     found: dict[tuple[Path, int, int], Symbol] = {}
     errors: list[ToolError] = []
-    for sample in one_file_per_language(box):
+    samples = one_file_per_language(box)
+    for sample in samples:
         try:
             answer = box.feature("workspace_symbols", sample, query=name)
         except ToolError as error:
@@ -128,13 +133,47 @@ def _in_workspace(box: Toolbox, wanted: str) -> Target:
             continue
         for symbol in _matches(answer.symbols, wanted):
             if symbol.path is not None:
-                found.setdefault((symbol.path, symbol.line, symbol.column), symbol)
-    if not found and errors:
+                column = _on_name(box.read(symbol.path), symbol)
+                found.setdefault((symbol.path, symbol.line, column),
+                                 dataclasses.replace(symbol, column=column))
+        for symbol in _in_outlines(box, answer.symbols, wanted):
+            assert symbol.path is not None
+            found.setdefault((symbol.path, symbol.line, symbol.column), symbol)
+    if not found and errors and len(errors) == len(samples):  # no search answered at all
         raise errors[0]
     inside = [s for s in found.values() if s.path and box.workspace.contains(s.path)]
     chosen = _chosen(box, inside or list(found.values()), wanted, "in the workspace", None)
     assert chosen.path is not None
     return Target(chosen.path, box.read(chosen.path), chosen.line, chosen.column)
+
+
+def _on_name(text: str, symbol: Symbol) -> int:
+    """The column of the symbol's name on its line: some servers' workspace symbols point at
+    the start of the definition (`def`, `class`), where a query finds nothing."""
+    lines = text.splitlines()
+    if not 0 <= symbol.line < len(lines):
+        return symbol.column
+    found = [
+        c for c in positions.occurrences(lines[symbol.line], symbol.name) if c >= symbol.column
+    ]
+    return found[0] if found else symbol.column
+
+
+def _in_outlines(box: Toolbox, symbols: Sequence[Symbol], wanted: str) -> list[Symbol]:
+    """`Outer.name` among workspace symbols that carry no container (ty's): looked up in the
+    outline of each file that defines a `name`."""
+    owner, _, name = wanted.rpartition(".")
+    if not owner:
+        return []
+    paths = dict.fromkeys(
+        s.path for s in symbols if s.name == name and not s.container and s.path is not None
+    )
+    found = []
+    for path in paths:
+        assert path is not None
+        for symbol in _matches(box.feature("symbols", path).symbols, wanted):
+            found.append(dataclasses.replace(symbol, path=path))
+    return found
 
 
 def one_file_per_language(box: Toolbox) -> list[Path]:

@@ -3,6 +3,7 @@ so a model sees exactly what would change and writes it itself (or not)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,10 +13,25 @@ from ipylsp.agent.registry import PATH, POSITION, Arguments, tool
 from ipylsp.agent.result import ToolResult
 from ipylsp.agent.targets import target
 from ipylsp.agent.text import fit
+from ipylsp.analysis.answers import CodeAction
 from ipylsp.analysis.edits import EditConflict, TextEdit, preview
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
+
+
+MAX_ACTIONS_SHOWN = 6
+"""Actions shown with their diff; the rest are named on one line (ty offers an import from
+every module that defines a name)."""
+
+
+_SILENCING = re.compile(r"\b(ignore|disable|noqa|suppress)\b", re.IGNORECASE)
+
+
+def _silences(action: CodeAction) -> bool:
+    """A comment that hides the problem (`# noqa`, `# pyright: ignore`, `# ty: ignore`), not a
+    fix: listed after the fixes."""
+    return bool(_SILENCING.search(action.title))
 
 
 def _diff(box: Toolbox, edits: Iterable[TextEdit]) -> str:
@@ -74,16 +90,24 @@ def lsp_code_actions(box: Toolbox, args: Arguments) -> ToolResult:
                           data={"actions": []})
     blocks: list[str] = []
     data: list[dict[str, object]] = []
-    for number, action in enumerate(answer.actions, 1):
+    actions = sorted(answer.actions, key=_silences)  # fixes first, then ways to look away
+    shown = actions[:MAX_ACTIONS_SHOWN]
+    for number, action in enumerate(actions, 1):
         fixes = f" ({', '.join(action.fixes)})" if action.fixes else ""
         title = f"{number}. {action.title} [{action.server_id}]{fixes}"
         diff = _diff(box, action.edits) if action.edits else ""
+        data.append({"title": action.title, "server": action.server_id, "kind": action.kind,
+                     "fixes": list(action.fixes), "diff": diff, "command": action.command})
+        if number > len(shown):
+            continue
         if diff:
             blocks.append(f"{title}\n{diff.rstrip()}")
         else:
             command = f" `{action.command}`" if action.command else ""
             blocks.append(f"{title}: runs the server's command{command}; no preview")
-        data.append({"title": action.title, "server": action.server_id, "kind": action.kind,
-                     "fixes": list(action.fixes), "diff": diff, "command": action.command})
+    rest = actions[MAX_ACTIONS_SHOWN:]
+    if rest:
+        titles = "; ".join(f"{n}. {a.title}" for n, a in enumerate(rest, len(shown) + 1))
+        blocks.append(f"... {len(rest)} more: {titles}")
     text = fit([line for block in blocks for line in block.splitlines()], box.max_chars)
     return ToolResult(ok=True, text=text, data={"actions": data})
