@@ -122,20 +122,26 @@ def run_cell(page: Page, index: int) -> None:
     page.keyboard.press("Shift+Enter")
 
 
+QUICKSTART = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
+
+
 def test_live_report_status_and_problems(lab: Lab, page: Page) -> None:
-    """Run the cells in JupyterLab: the report renders under the writing cell; the status
-    item shows the kernel's running servers and their errors (route `GET ipylsp/api/status`);
-    the Problems panel lists the file's problems, opens them, and empties after the fix (route
-    `GET ipylsp/api/diagnostics`)."""
-    notebook(lab.root, "live.ipynb", [SETUP, BROKEN, FIXED], execute=False)
-    open_in_lab(page, lab, "live.ipynb")
+    """Run notebooks/quickstart.ipynb in JupyterLab: the report renders under the writing
+    cell; the status item shows the kernel's running servers and their errors (route `GET
+    ipylsp/api/status`); the Problems panel lists the file's problems, opens them, and empties
+    after the fix (route `GET ipylsp/api/diagnostics`)."""
+    quickstart = nbformat.read(QUICKSTART, as_version=4)
+    sources = [c.source for c in quickstart.cells if c.cell_type == "code"]
+    assert sources[1:3] == [BROKEN, FIXED], "the quickstart's cells are the ones tested here"
+    nbformat.write(quickstart, lab.root / "quickstart.ipynb")
+    open_in_lab(page, lab, "quickstart.ipynb")
     expect(page.locator("#jp-main-statusbar").get_by_text(re.compile(r"\| Idle$"))).to_have_count(
         1, timeout=60_000
     )
 
-    run_cell(page, 0)
-    run_cell(page, 1)
-    written = page.locator(".jp-Notebook .jp-Cell").nth(1)
+    run_cell(page, 1)  # %load_ext ipylsp (cell 0 is markdown)
+    run_cell(page, 3)  # %%writefile shop.py, with the errors
+    written = page.locator(".jp-Notebook .jp-Cell").nth(3)
     expect(written.locator(".jp-ipylsp-row")).to_have_text(ROWS, timeout=LIVE_TIMEOUT)
     screenshot(page, "live-report")
 
@@ -174,9 +180,9 @@ def test_live_report_status_and_problems(lab: Lab, page: Page) -> None:
     expect(cursor(page)).to_have_text("Ln 6, Col 21")
 
     # The fix: its report says so, the panel empties, the status counts no error.
-    page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="live.ipynb").click()
-    run_cell(page, 2)
-    fixed = page.locator(".jp-Notebook .jp-Cell").nth(2)
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="quickstart.ipynb").click()
+    run_cell(page, 5)  # %%writefile shop.py, fixed
+    fixed = page.locator(".jp-Notebook .jp-Cell").nth(5)
     expect(fixed.locator(".jp-ipylsp-fixed")).to_have_text(
         "fixed 2 errors in shop.py", timeout=LIVE_TIMEOUT
     )
