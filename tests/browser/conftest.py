@@ -95,9 +95,16 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """`jupyter lab` on a temporary root (a workspace: it holds a pyproject.toml), on
-    127.0.0.1 with a token, its own config dir (the user's is not read), no browser."""
-    base = tmp_path_factory.mktemp("lab")
+    with running_lab(tmp_path_factory.mktemp("lab")) as lab:
+        yield lab
+
+
+@contextlib.contextmanager
+def running_lab(base: Path) -> Iterator[Lab]:
+    """`jupyter lab` on a temporary root under `base` (a workspace: it holds a
+    pyproject.toml), on 127.0.0.1 with a token, its own config dir (the user's is not read),
+    no browser; stopped (kernels and language servers with it) on exit. The benchmarks use
+    it too (benchmarks/bench_lab.py)."""
     root = base / "root"
     root.mkdir()
     (root / "pyproject.toml").write_text('[project]\nname = "shop"\nversion = "0"\n')
