@@ -610,3 +610,13 @@ def test_typescript_definition_by_symbol(tmp_path: Path, monkeypatch: pytest.Mon
         )
         hover = box.call("lsp_hover", {"path": "main.ts", "line": 3, "symbol": "greet"})
         assert "function greet(name: string): string" in ok(hover)
+
+
+def test_a_diff_keeps_a_blank_context_line_at_its_end(box: Toolbox) -> None:
+    write(box.workspace.root, "blank.py", "import os\nx = 1\n\n")
+    text = ok(box.call("lsp_code_actions", {"path": "blank.py", "line": 1}))
+    assert text.startswith(
+        "1. Ruff (F401): Remove unused import: `os` [ruff] (F401)\n"
+        "--- a/blank.py\n+++ b/blank.py\n@@ -1,3 +1,2 @@\n-import os\n x = 1\n \n"
+        "2. "
+    )

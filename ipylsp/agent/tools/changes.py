@@ -101,7 +101,7 @@ def lsp_code_actions(box: Toolbox, args: Arguments) -> ToolResult:
         if number > len(shown):
             continue
         if diff:
-            blocks.append(f"{title}\n{diff.rstrip()}")
+            blocks.append(title + "\n" + diff.rstrip("\n"))  # a blank context line stays
         else:
             command = f" `{action.command}`" if action.command else ""
             blocks.append(f"{title}: runs the server's command{command}; no preview")
