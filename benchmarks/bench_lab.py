@@ -10,7 +10,8 @@ runs before ipylsp's check: the cell's end, ``t_end``) and its third one a hook 
 runs once the report is displayed: ``t_report``); both append wall-clock times to a file. The
 `%%writefile` cell alternates a broken and a fixed version of one module, so each run makes a
 report. In the page, a MutationObserver notes ``Date.now()`` when a new
-``.jp-ipylsp-report`` (not the previous run's) appears under that cell (``t_dom``). Same machine, same clock.
+``.jp-ipylsp-report`` (not the previous run's) appears under that cell (``t_dom``). Same
+machine, same clock.
 
 - ``kernel_ms``: t_report - t_end, ipylsp's check and display in the kernel (warm ty + ruff);
 - ``dom_ms``: t_dom - t_end, what the user waits for (the kernel's part, the output message
