@@ -1,4 +1,4 @@
-"""`ipylsp` on the command line: status, list, which, install, check.
+"""`ipylsp` on the command line: status, list, which, install, check, mcp.
 
 Exit codes: 0 clean, 1 problems found, 2 failure or unknown results (a timed-out or missing
 server is never reported as clean), 141 when the reader closed the pipe (`ipylsp status | head`:
@@ -72,6 +72,21 @@ def _parser() -> argparse.ArgumentParser:
         "--before", type=Path, metavar="OLD_FILE",
         help="the file's text before the edit: report only what the edit introduced",
     )
+
+    mcp = sub.add_parser("mcp", help="serve the agent tools over MCP (stdio)")
+    mcp.add_argument(
+        "--root", type=Path, default=None, metavar="DIR",
+        help="the agent's workspace: tools see only files under it (default: the current "
+        "directory)",
+    )
+    mcp.add_argument(
+        "--timeout", type=float, default=None, metavar="SECONDS",
+        help="seconds one check may wait for its servers (default: IPyLSP.wait_budget, 10)",
+    )
+    mcp.add_argument(
+        "--max-chars", type=int, default=None, metavar="N",
+        help="characters of one answer (default: IPyLSP.max_answer_chars, 4000; 0: no limit)",
+    )
     return parser
 
 
@@ -118,6 +133,8 @@ def _main(argv: Sequence[str] | None, out: TextIO) -> int:
             return _install(settings, out, args.server_ids, install_all=args.all)
         if args.command == "check":
             return _check(settings, out, args)
+        if args.command == "mcp":
+            return _mcp(settings, args)
     except KeyboardInterrupt:
         print("ipylsp: interrupted", file=sys.stderr)
         return EXIT_FAILURE
@@ -271,6 +288,29 @@ def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     views = fmt.select(report, options)
     return EXIT_PROBLEMS if any(v.shown or v.omitted for v in views) else EXIT_CLEAN
+
+
+def _mcp(settings: Settings, args: argparse.Namespace) -> int:
+    """`ipylsp mcp`: stdout carries protocol messages only; everything else goes to stderr."""
+    import logging
+
+    root = (args.root or Path.cwd()).expanduser().resolve()
+    if not root.is_dir():
+        print(f"ipylsp mcp: --root {args.root} is not a directory", file=sys.stderr)
+        return EXIT_FAILURE
+    if args.timeout is not None:
+        settings = dataclasses.replace(settings, wait_budget=args.timeout)
+    if args.max_chars is not None:
+        settings = dataclasses.replace(settings, max_answer_chars=args.max_chars)
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="ipylsp mcp: %(levelname)s %(name)s: %(message)s")
+    from ipylsp.agent.mcp_server import SdkMissing, run_stdio
+
+    try:
+        return run_stdio(root, settings)
+    except SdkMissing as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

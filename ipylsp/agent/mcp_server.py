@@ -1,0 +1,143 @@
+"""The agent tools over MCP, with the official SDK (`pip install 'ipylsp[mcp]'`): the only
+module of ipylsp that imports `mcp`, and only inside its functions, so the SDK stays an extra.
+
+- `build_server(toolbox)`: the SDK's low-level `Server`, transport-free, so `ipylsp mcp`
+  serves it over stdio and the Jupyter server extension can serve the same object over
+  streamable HTTP. Its tools are `tool_schemas("mcp")` as they stand (one table, no second
+  definition); a call runs `Toolbox.call` on a worker thread, because the Service blocks.
+- `run_stdio(root, settings)`: one Service for the whole session (warm servers, deltas
+  across calls), closed when the client closes stdin or on SIGTERM / SIGINT.
+
+A result is the tool's `text` as one `TextContent`, `isError` when it failed (the text starts
+`error [code]:` and says what to do next). No `structuredContent`: clients that receive it
+show the model that JSON instead of, or beside, the text (doubling what it reads), and the
+text is the answer written for a model; the structured `data` stays on the in-kernel API and
+the HTTP routes, as the MIME bundle keeps `application/json` out for the same reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ipylsp._version import __version__
+from ipylsp.agent.schemas import tool_schemas
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+
+    from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.settings import Settings
+
+log = logging.getLogger(__name__)
+
+NAME = "ipylsp"
+MISSING_SDK = "ipylsp mcp needs the MCP SDK: pip install 'ipylsp[mcp]'"
+INSTRUCTIONS = (
+    "Language-server tools for this workspace. After editing a file, call lsp_check(path) to "
+    "see what the edit introduced (and fixed); pass `content` to check an edit before writing "
+    "it. Positions are 1-based; give `symbol` (a name on `line`, or alone) instead of counting "
+    "columns."
+)
+
+
+class SdkMissing(ImportError):
+    """The `mcp` extra is not installed."""
+
+
+def build_server(toolbox: Toolbox) -> Server[Any]:
+    """The MCP server for `toolbox`'s tools; run it on any transport."""
+    try:
+        import anyio.to_thread
+        import mcp_types as types
+        from mcp.server.lowlevel import Server
+    except ImportError as exc:
+        raise SdkMissing(MISSING_SDK) from exc
+
+    tools = [types.Tool.model_validate(schema) for schema in tool_schemas("mcp")]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        # Not abandoned when cancelled (the client went away or gave up): the thread ends
+        # within the check's budget, and the Service must not close under it.
+        result = await anyio.to_thread.run_sync(toolbox.call, params.name, params.arguments or {})
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.text)], is_error=not result.ok
+        )
+
+    return Server(
+        NAME,
+        version=__version__,
+        title="ipylsp: language servers for agents",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
+    """Serve the tools for `root` over stdin/stdout until the client closes stdin or a
+    SIGTERM/SIGINT arrives; every language server is stopped before returning (exit code)."""
+    try:
+        import anyio
+        from mcp.server.stdio import stdio_server
+    except ImportError as exc:
+        raise SdkMissing(MISSING_SDK) from exc
+    from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.service.service import Service
+
+    service = Service(settings)
+    try:
+        server = build_server(Toolbox(service, Path(root)))
+
+        async def serve() -> None:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_cancel_on_signal, group.cancel_scope)
+                # The transport claims the real stdout first; then stray prints go to stderr.
+                async with stdio_server() as (read, write):
+                    with _stdout_to_stderr():
+                        await server.run(read, write, server.create_initialization_options())
+                group.cancel_scope.cancel()
+
+        anyio.run(serve)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.close()
+    return 0
+
+
+async def _cancel_on_signal(scope: Any) -> None:
+    """SIGTERM / SIGINT end the session like a closed stdin: the Service closes after."""
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("ipylsp mcp: %s, stopping", signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While serving, a stray `print` lands on stderr, not in the protocol stream (the SDK's
+    stdio transport also points fd 1 at stderr and writes to its own duplicate of it)."""
+    saved = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout = saved
