@@ -24,7 +24,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ipylsp._version import __version__
 from ipylsp.agent.schemas import tool_schemas
@@ -107,12 +107,14 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
             async with anyio.create_task_group() as group:
                 group.start_soon(_cancel_on_signal, group.cancel_scope)
                 # The transport claims the real stdout first; then stray prints go to stderr.
-                async with stdio_server() as (read, write):
+                stdin = cast("anyio.AsyncFile[str]", _StdinLines(sys.stdin.fileno()))
+                async with stdio_server(stdin=stdin) as (read, write):
                     with _stdout_to_stderr():
                         await server.run(read, write, server.create_initialization_options())
                 group.cancel_scope.cancel()
 
-        anyio.run(serve)
+        with _nonblocking(sys.stdin.fileno()):
+            anyio.run(serve)
     except KeyboardInterrupt:
         pass
     finally:
@@ -129,6 +131,51 @@ async def _cancel_on_signal(scope: Any) -> None:
             log.info("ipylsp mcp: %s, stopping", signal.Signals(signum).name)
             scope.cancel()
             return
+
+
+class _StdinLines:
+    """Lines of stdin, read without a thread: the SDK's own reader blocks a worker thread in
+    `readline`, which a cancel cannot interrupt, so a SIGTERM would wait for the client's
+    next message. Only `async for` is used by the transport."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = b""
+        self._eof = False
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio
+
+        while True:
+            line, found, rest = self._buffer.partition(b"\n")
+            if found or (self._eof and line):
+                self._buffer = rest
+                if line.strip():
+                    return line.decode("utf-8", errors="replace")
+                continue
+            if self._eof:
+                raise StopAsyncIteration
+            await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            self._eof = not chunk
+            self._buffer += chunk
+
+
+@contextlib.contextmanager
+def _nonblocking(fd: int) -> Iterator[None]:
+    blocking = os.get_blocking(fd)
+    os.set_blocking(fd, False)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.set_blocking(fd, blocking)
 
 
 @contextlib.contextmanager
