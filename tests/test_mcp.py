@@ -1,0 +1,357 @@
+"""`ipylsp mcp` as an MCP client sees it: a real session through the SDK's stdio client
+(`ClientSession` over `stdio_client`) against the real command, on real ty + ruff; a raw
+subprocess to check that stdout carries protocol messages only; and the process's end (stdin
+closed, SIGTERM, SIGKILL) leaving no language server behind."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from ipylsp.agent import tool_schemas
+from ipylsp.lsp.procfs import descendants, running, wait_exited
+from tests.conftest import MARKER, MARKER_VAR
+from tests.real_servers import DATA_DIR, require, write
+
+anyio = pytest.importorskip("anyio")
+pytest.importorskip("mcp", reason="the test extra installs mcp")
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal  # noqa: E402
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+IPYLSP = Path(sys.executable).parent / "ipylsp"
+
+SHAPES = (
+    "class Shape:\n"
+    "    def area(self) -> float:\n"
+    "        return 0.0\n"
+    "\n"
+    "\n"
+    "class Square(Shape):\n"
+    "    def area(self) -> float:\n"
+    "        return 1.0\n"
+)
+MAIN = "from shapes import Square\n\nsq = Square()\ntotal = sq.area() + sq.area()\n"
+BAD = 'x: int = "s"\n'
+BAD_REPORT = (
+    '<diagnostics file="bad.py">\n'
+    'ERROR [1:10] Object of type `Literal["s"]` is not assignable to `int` [invalid-assignment] '
+    "(ty)\n"
+    "</diagnostics>"
+)
+IMPORTS = "import os\n\nprint(1)\n"
+
+
+@dataclass
+class Workspace:
+    root: Path
+    env: dict[str, str]
+    config: Path
+
+    def command(self) -> list[str]:
+        return [str(IPYLSP), "--data-dir", str(DATA_DIR), "--config", str(self.config),
+                "mcp", "--root", str(self.root)]
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    require("ty")
+    require("ruff")
+    base = tmp_path_factory.mktemp("mcp")
+    home = base / "home"
+    home.mkdir()
+    root = base / "ws"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for name, text in {"shapes.py": SHAPES, "main.py": MAIN, "bad.py": BAD,
+                       "imports.py": IMPORTS}.items():
+        write(root, name, text)
+    config = base / "ipylsp_config.json"
+    config.write_text(json.dumps({"IPyLSP": {"language_servers": {"python": ["ty", "ruff"]}}}))
+    env = {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "TMPDIR": os.environ["TMPDIR"],
+        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+        MARKER_VAR: MARKER,  # the SDK passes only a few variables on; the leftover check needs it
+    }
+    return Workspace(root, env, config)
+
+
+# -- a real session through the SDK's client ------------------------------------------------------
+
+
+@dataclass
+class Client:
+    portal: BlockingPortal
+    session: ClientSession
+
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+        """(is_error, the one text block)."""
+        result = self.portal.call(self.session.call_tool, name, arguments)
+        [block] = result.content
+        assert block.type == "text"
+        assert result.structured_content is None
+        return result.is_error, block.text
+
+    def ok(self, name: str, arguments: dict[str, Any]) -> str:
+        is_error, text = self.call(name, arguments)
+        assert not is_error, text
+        return text
+
+
+@pytest.fixture(scope="module")
+def client(ws: Workspace, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    params = StdioServerParameters(command=ws.command()[0], args=ws.command()[1:], env=ws.env)
+    errlog_path = tmp_path_factory.mktemp("mcp-log") / "stderr.txt"
+    with (
+        errlog_path.open("w") as errlog,
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(stdio_client(params, errlog=errlog)) as (read, write),
+        portal.wrap_async_context_manager(ClientSession(read, write)) as session,
+    ):
+        portal.call(session.initialize)
+        yield Client(portal, session)
+    assert errlog_path.read_text() == ""  # nothing logged: no warning, no traceback
+
+
+def test_the_tools_are_the_table(client: Client) -> None:
+    listed = client.portal.call(client.session.list_tools).tools
+    expected = tool_schemas("mcp")
+    assert [tool.name for tool in listed] == [schema["name"] for schema in expected]
+    for tool, schema in zip(listed, expected, strict=True):
+        assert tool.description == schema["description"]
+        assert tool.input_schema == schema["inputSchema"]
+        assert tool.annotations is not None
+        assert tool.annotations.model_dump(by_alias=True, exclude_none=True) == (
+            schema["annotations"]
+        )
+    assert listed[0].annotations is not None and listed[0].annotations.read_only_hint is True
+
+
+def test_check_reports_a_planted_error(client: Client) -> None:
+    assert client.ok("lsp_check", {"path": "bad.py"}) == BAD_REPORT
+
+
+def test_check_of_proposed_content_writes_nothing(client: Client, ws: Workspace) -> None:
+    text = client.ok("lsp_check", {"path": "main.py",
+                                   "content": MAIN + "print(sq.perimeter())\n"})
+    assert text == (
+        '<diagnostics file="main.py">\n'
+        "ERROR [5:7] Object of type `Square` has no attribute `perimeter` [missing-attribute] "
+        "(ty)\n"
+        "</diagnostics>\n"
+        "(proposed content; nothing was written)"
+    )
+    assert (ws.root / "main.py").read_text() == MAIN
+
+
+def test_definition_by_symbol(client: Client) -> None:
+    assert client.ok("lsp_definition", {"symbol": "Square"}) == (
+        "shapes.py:6:7: class Square(Shape):"
+    )
+    assert client.ok("lsp_definition", {"path": "main.py", "line": 3, "symbol": "Square"}) == (
+        "shapes.py:6:7: class Square(Shape):"
+    )
+
+
+def test_a_code_action_is_a_diff(client: Client, ws: Workspace) -> None:
+    text = client.ok("lsp_code_actions", {"path": "imports.py", "line": 1})
+    assert text.startswith(
+        "1. Ruff (F401): Remove unused import: `os` [ruff] (F401)\n"
+        "--- a/imports.py\n+++ b/imports.py\n@@ -1,3 +1,2 @@\n-import os\n \n print(1)\n"
+    )
+    assert (ws.root / "imports.py").read_text() == IMPORTS
+
+
+def test_a_path_outside_the_root_is_refused(client: Client, ws: Workspace) -> None:
+    outside = write(ws.root.parent, "outside.py", "secret = 1\n")
+    for path in (str(outside), "../outside.py"):
+        is_error, text = client.call("lsp_check", {"path": path})
+        assert is_error
+        assert text.startswith("error [outside_workspace]: "), text
+
+
+def test_an_unknown_tool_is_an_error_result(client: Client) -> None:
+    is_error, text = client.call("lsp_nothing", {})
+    assert is_error
+    assert text.startswith("error [unknown_tool]: there is no tool 'lsp_nothing'; the tools are "
+                           "lsp_check, ")
+
+
+def test_bad_arguments_are_an_error_result(client: Client) -> None:
+    is_error, text = client.call("lsp_check", {})
+    assert is_error
+    assert text.startswith("error [missing_argument]: lsp_check needs `path`")
+
+
+# -- the process: stdout, stdin closed, signals ------------------------------------------------
+
+
+class Raw:
+    """`ipylsp mcp` spoken to by hand (newline-delimited JSON-RPC)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.proc = subprocess.Popen(
+            ws.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env={**os.environ, **ws.env},
+        )
+        self.lines: list[bytes] = []
+        self._id = 0
+
+    def send(self, method: str, params: dict[str, Any] | None = None, *, notify: bool = False
+             ) -> int:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        if not notify:
+            self._id += 1
+            message["id"] = self._id
+        stdin = self.stdin
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+        return self._id
+
+    @property
+    def stdin(self) -> IO[bytes]:
+        assert self.proc.stdin is not None
+        return self.proc.stdin
+
+    def answer(self, request_id: int) -> dict[str, Any]:
+        """Read stdout up to the answer to `request_id` (every line kept for the checks)."""
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, f"stdout ended; stderr: {self.stderr_text()}"
+            self.lines.append(line)
+            message = json.loads(line)
+            if message.get("id") == request_id:
+                return dict(message)
+
+    def stderr_text(self) -> str:
+        self.proc.kill()
+        assert self.proc.stderr is not None
+        return self.proc.stderr.read().decode(errors="replace")
+
+    def start_session(self) -> None:
+        self.answer(self.send("initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        }))
+        self.send("notifications/initialized", notify=True)
+
+    def check_bad(self) -> str:
+        answer = self.answer(self.send("tools/call", {"name": "lsp_check",
+                                                      "arguments": {"path": "bad.py"}}))
+        return str(answer["result"]["content"][0]["text"])
+
+    def servers(self) -> list[int]:
+        """The language servers (and the watchdog) this process started."""
+        found = descendants(self.proc.pid)
+        assert found, "ipylsp mcp started no process"
+        return found
+
+
+@contextlib.contextmanager
+def raw_process(ws: Workspace) -> Iterator[Raw]:
+    raw = Raw(ws)
+    try:
+        yield raw
+    finally:
+        if raw.proc.poll() is None:
+            raw.proc.kill()
+        raw.proc.wait()
+        for stream in (raw.proc.stdin, raw.proc.stdout, raw.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+def commands(pids: list[int]) -> set[str]:
+    names = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            names.add(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode())
+    return {Path(name).name for name in names}
+
+
+def test_stdout_carries_protocol_messages_only_and_closing_stdin_ends_everything(
+    ws: Workspace,
+) -> None:
+    with raw_process(ws) as raw:
+        raw.start_session()
+        listed = raw.answer(raw.send("tools/list", {}))
+        assert [t["name"] for t in listed["result"]["tools"]] == [
+            s["name"] for s in tool_schemas("mcp")
+        ]
+        assert raw.check_bad() == BAD_REPORT
+        started = raw.servers()
+        assert {"ty", "ruff"} <= commands(started)
+        raw.stdin.close()
+        assert raw.proc.stdout is not None
+        raw.lines += raw.proc.stdout.read().splitlines(keepends=True)
+        assert raw.proc.wait(timeout=30) == 0
+        assert raw.proc.stderr is not None
+        assert raw.proc.stderr.read() == b""
+    messages = [json.loads(line) for line in raw.lines]
+    assert all(line.endswith(b"\n") for line in raw.lines)
+    assert [(m["jsonrpc"], m["id"]) for m in messages] == [("2.0", 1), ("2.0", 2), ("2.0", 3)]
+    assert wait_exited(started, 10.0) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_servers_and_the_process(ws: Workspace, signum: int) -> None:
+    with raw_process(ws) as raw:
+        raw.start_session()
+        assert raw.check_bad() == BAD_REPORT
+        started = raw.servers()
+        raw.proc.send_signal(signum)
+        assert raw.proc.wait(timeout=30) == 0
+    assert wait_exited(started, 10.0) == []
+
+
+def test_sigkill_leaves_no_language_server_behind(ws: Workspace) -> None:
+    """The watchdog of the `ipylsp mcp` process (any Python process that starts servers has
+    one) kills them when that process dies without a chance to clean up."""
+    with raw_process(ws) as raw:
+        raw.start_session()
+        assert raw.check_bad() == BAD_REPORT
+        started = raw.servers()
+        assert {"ty", "ruff"} <= commands(started)
+        raw.proc.kill()
+        raw.proc.wait()
+    assert wait_exited(started, 10.0) == []
+    assert not [pid for pid in started if running(pid)]
+
+
+def test_without_the_sdk_one_line_and_exit_2(ws: Workspace, tmp_path: Path) -> None:
+    blocker = tmp_path / "no-sdk" / "mcp"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('no mcp here')\n")
+    done = subprocess.run(
+        ws.command(), capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
+        env={**os.environ, **ws.env, "PYTHONPATH": str(blocker.parent)},
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.decode() == "ipylsp mcp needs the MCP SDK: pip install 'ipylsp[mcp]'\n"
+
+
+def test_a_root_that_is_no_directory_is_refused(ws: Workspace) -> None:
+    command = ws.command()
+    command[-1] = str(ws.root / "bad.py")
+    done = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
+                          env={**os.environ, **ws.env})
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.decode() == f"ipylsp mcp: --root {ws.root / 'bad.py'} is not a directory\n"
