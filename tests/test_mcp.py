@@ -22,6 +22,7 @@ from ipylsp.agent import tool_schemas
 from ipylsp.lsp.procfs import descendants, running, wait_exited
 from tests.conftest import MARKER, MARKER_VAR
 from tests.real_servers import DATA_DIR, require, write
+from tests.test_agent_tools import MAIN, SHAPES
 
 anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp", reason="the test extra installs mcp")
@@ -32,17 +33,6 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 IPYLSP = Path(sys.executable).parent / "ipylsp"
 
-SHAPES = (
-    "class Shape:\n"
-    "    def area(self) -> float:\n"
-    "        return 0.0\n"
-    "\n"
-    "\n"
-    "class Square(Shape):\n"
-    "    def area(self) -> float:\n"
-    "        return 1.0\n"
-)
-MAIN = "from shapes import Square\n\nsq = Square()\ntotal = sq.area() + sq.area()\n"
 BAD = 'x: int = "s"\n'
 BAD_REPORT = (
     '<diagnostics file="bad.py">\n'
