@@ -23,6 +23,7 @@ from ipylsp.lsp.procfs import descendants, running, wait_exited
 from tests.conftest import MARKER, MARKER_VAR
 from tests.real_servers import DATA_DIR, require, write
 from tests.test_agent_tools import MAIN, SHAPES
+from tests.test_layers import graph
 
 anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp", reason="the test extra installs mcp")
@@ -345,3 +346,9 @@ def test_a_root_that_is_no_directory_is_refused(ws: Workspace) -> None:
                           env={**os.environ, **ws.env})
     assert (done.returncode, done.stdout) == (2, b"")
     assert done.stderr.decode() == f"ipylsp mcp: --root {ws.root / 'bad.py'} is not a directory\n"
+
+
+def test_only_mcp_server_imports_the_sdk() -> None:
+    importers = {module for module, targets in graph().items()
+                 for target, _ in targets if target.split(".")[0] in ("mcp", "mcp_types")}
+    assert importers == {"ipylsp.agent.mcp_server"}
