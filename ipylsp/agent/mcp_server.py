@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -100,6 +101,7 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
     from ipylsp.service.service import Service
 
     service = Service(settings)
+    threading.Thread(target=_warm_up, name="ipylsp-mcp-warm-up", daemon=True).start()
     try:
         server = build_server(Toolbox(service, Path(root)))
 
@@ -120,6 +122,14 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
     finally:
         service.close()
     return 0
+
+
+def _warm_up() -> None:
+    """Import what the first tool call needs while the client is still starting: jsonschema
+    (argument validation) costs about a second here, most of it `rfc3987_syntax` (a format
+    checker Jupyter installs) compiling its grammars at import."""
+    with contextlib.suppress(Exception):
+        import jsonschema  # noqa: F401
 
 
 async def _cancel_on_signal(scope: Any) -> None:
