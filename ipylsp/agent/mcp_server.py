@@ -115,8 +115,7 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
                         await server.run(read, write, server.create_initialization_options())
                 group.cancel_scope.cancel()
 
-        with _nonblocking(sys.stdin.fileno()):
-            anyio.run(serve)
+        anyio.run(serve)
     except KeyboardInterrupt:
         pass
     finally:
@@ -168,24 +167,12 @@ class _StdinLines:
                 continue
             if self._eof:
                 raise StopAsyncIteration
+            # Readable, so this read returns what is there without blocking (the descriptor
+            # stays blocking: a terminal's flags are shared with the shell).
             await anyio.wait_readable(self._fd)
-            try:
-                chunk = os.read(self._fd, 1 << 16)
-            except BlockingIOError:
-                continue
+            chunk = os.read(self._fd, 1 << 16)
             self._eof = not chunk
             self._buffer += chunk
-
-
-@contextlib.contextmanager
-def _nonblocking(fd: int) -> Iterator[None]:
-    blocking = os.get_blocking(fd)
-    os.set_blocking(fd, False)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.set_blocking(fd, blocking)
 
 
 @contextlib.contextmanager
