@@ -1,5 +1,6 @@
-"""The agent tools over MCP, with the official SDK (`pip install 'ipylsp[mcp]'`): the only
-module of ipylsp that imports `mcp`, and only inside its functions, so the SDK stays an extra.
+"""The agent tools over MCP, with the official SDK (`pip install 'ipylsp[mcp]'`). With the
+Jupyter server's HTTP transport (`server/mcp_http.py`), the only module that imports `mcp`,
+and only inside its functions, so the SDK stays an extra.
 
 - `build_server(toolbox)`: the SDK's low-level `Server`, transport-free, so `ipylsp mcp`
   serves it over stdio and the Jupyter server extension can serve the same object over
