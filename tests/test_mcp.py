@@ -348,10 +348,9 @@ def test_a_root_that_is_no_directory_is_refused(ws: Workspace) -> None:
     assert done.stderr.decode() == f"ipylsp mcp: --root {ws.root / 'bad.py'} is not a directory\n"
 
 
-def test_only_the_mcp_modules_import_the_sdk() -> None:
-    """The server object and stdio in agent/mcp_server.py; the Jupyter server extension's
-    streamable-HTTP transport (server/mcp_http.py) serves that same object."""
+def test_only_the_mcp_module_imports_the_sdk() -> None:
+    """The server object, stdio and the HTTP session manager in agent/mcp_server.py; the
+    Jupyter server extension's transport (server/mcp_http.py) gets the manager from it."""
     importers = {module for module, targets in graph().items()
                  for target, _ in targets if target.split(".")[0] in ("mcp", "mcp_types")}
-    assert "ipylsp.agent.mcp_server" in importers
-    assert importers <= {"ipylsp.agent.mcp_server", "ipylsp.server.mcp_http"}
+    assert importers == {"ipylsp.agent.mcp_server"}

@@ -6,6 +6,8 @@ and only inside its functions, so the SDK stays an extra.
   serves it over stdio and the Jupyter server extension can serve the same object over
   streamable HTTP. Its tools are `tool_schemas("mcp")` as they stand (one table, no second
   definition); a call runs `Toolbox.call` on a worker thread, because the Service blocks.
+- `http_session_manager(toolbox)`: that server behind the SDK's streamable-HTTP session
+  manager, for the Jupyter server extension (`server/mcp_http.py` bridges Tornado to it).
 - `run_stdio(root, settings)`: one Service for the whole session (warm servers, deltas
   across calls), closed when the client closes stdin or on SIGTERM / SIGINT.
 
@@ -87,6 +89,19 @@ def build_server(toolbox: Toolbox) -> Server[Any]:
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+    )
+
+
+def http_session_manager(toolbox: Toolbox) -> Any:
+    """The SDK's streamable-HTTP session manager for `toolbox`'s tools: stateless, JSON
+    answers (each request complete in itself). Run it with `async with manager.run()` and
+    hand it ASGI calls (`handle_request`); the Jupyter server extension does."""
+    try:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    except ImportError as exc:
+        raise SdkMissing(MISSING_SDK) from exc
+    return StreamableHTTPSessionManager(
+        app=build_server(toolbox), json_response=True, stateless=True
     )
 
 

@@ -11,11 +11,13 @@ from jupyter_server.extension.application import ExtensionApp
 
 from ipylsp.server import state
 from ipylsp.server.handlers import routes
+from ipylsp.server.mcp_http import McpBridge, McpHandler
 
 
 class IPyLSPServer(ExtensionApp):
     name = "ipylsp"
     load_other_extensions = True
+    _mcp: McpBridge
 
     def initialize_settings(self) -> None:
         from ipylsp.config import IPyLSP
@@ -24,12 +26,16 @@ class IPyLSPServer(ExtensionApp):
         assert server is not None  # jupyter_server sets it before initializing settings
         settings = IPyLSP(config=server.config).to_settings()
         root = Path(server.root_dir).expanduser().resolve()
-        self.settings["ipylsp_state"] = state.start(root, settings)
+        current = state.start(root, settings)
+        self.settings["ipylsp_state"] = current
+        self.settings["ipylsp_mcp"] = self._mcp = McpBridge(current.toolbox)
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(routes())
+        self.handlers.append((r"/ipylsp/mcp", McpHandler))
 
     async def stop_extension(self) -> None:
+        await self._mcp.close()
         state.stop()
 
 

@@ -1,0 +1,144 @@
+"""MCP over streamable HTTP at `{base_url}/ipylsp/mcp` on a real `jupyter server` process
+(token auth, the extension enabled by its config), through the SDK's streamable-HTTP client:
+the same tools and texts as on stdio with the token, 403 without it.
+
+A subprocess rather than pytest-jupyter's in-process server: the SDK's client drives its own
+HTTP stack, which pytest-jupyter's test loop does not serve."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ipylsp.agent import tool_schemas
+from tests.real_servers import DATA_DIR, require
+
+TOKEN = "ipylsp-test-token"
+BROKEN = "def total(xs: list[int]) -> int:\n    return sum(xs)\n\nprint(totl)\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _status(port: int, headers: dict[str, str]) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/ipylsp/api/status", headers=headers)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+    require("ty")
+    require("ruff")
+    base = tmp_path_factory.mktemp("jupyter")
+    root = base / "root"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "app.py").write_text(BROKEN)
+    config = base / "jupyter_server_config.py"
+    config.write_text(
+        "c.IPyLSP.language_servers = {'python': ['ty', 'ruff']}\n"
+        f"c.IPyLSP.data_dir = {str(DATA_DIR)!r}\n"
+    )
+    port = _free_port()
+    log = (base / "server.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jupyter_server", "--no-browser", f"--config={config}",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={TOKEN}",
+         "--ServerApp.allow_root=True"],
+        stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config")},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, (base / "server.log").read_text()[-3000:]
+            try:
+                if _status(port, {"Authorization": f"token {TOKEN}"}) == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "jupyter server did not answer within 60 s"
+            time.sleep(0.1)  # polling a starting process: nothing to wait on instead
+        yield port, root
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+async def _session(url: str, headers: dict[str, str]) -> tuple[list[str], Any, Any]:
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as client,
+        streamable_http_client(url, http_client=client) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        listed = await session.list_tools()
+        checked = await session.call_tool("lsp_check", {"path": "app.py"})
+        refused = await session.call_tool("lsp_check", {"path": "../outside.py"})
+        return [t.name for t in listed.tools], checked, refused
+
+
+def test_mcp_over_http_with_the_token(server: tuple[int, Path]) -> None:
+    port, _ = server
+    url = f"http://127.0.0.1:{port}/ipylsp/mcp"
+    names, checked, refused = asyncio.run(
+        _session(url, {"Authorization": f"token {TOKEN}"})
+    )
+    assert names == [t["name"] for t in tool_schemas("mcp")]
+    assert not checked.is_error
+    assert [c.text for c in checked.content] == [
+        '<diagnostics file="app.py">\n'
+        "ERROR [4:7] Name `totl` used when not defined [unresolved-reference, F821] (ty, Ruff)\n"
+        "</diagnostics>"
+    ]
+    assert refused.is_error
+    assert refused.content[0].text.startswith(
+        "error [outside_workspace]: ../outside.py is outside the workspace"
+    )
+
+
+@pytest.mark.parametrize("authorization", ["", "token wrong"])
+def test_mcp_over_http_without_the_token_is_refused(
+    server: tuple[int, Path], authorization: str
+) -> None:
+    port, _ = server
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("POST", "/ipylsp/mcp", body=json.dumps(initialize), headers={
+            "Authorization": authorization, "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"})
+        answer = conn.getresponse()
+        assert answer.status == 403
+    finally:
+        conn.close()
