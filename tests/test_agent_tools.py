@@ -280,6 +280,12 @@ def test_a_bug_of_ours_is_an_answer_not_an_exception(
     assert result.text == "error [lsp_error]: ipylsp failed: RuntimeError('boom')"
 
 
+def test_the_callers_arguments_are_left_as_they_were(box: Toolbox) -> None:
+    arguments = {"path": "main.py", "line": 3, "symbol": "sq"}
+    assert box.call("lsp_hover", arguments).ok
+    assert arguments == {"path": "main.py", "line": 3, "symbol": "sq"}  # no default filled in
+
+
 def test_arguments_that_are_not_an_object(box: Toolbox) -> None:
     result = box.call("lsp_check", ["main.py"])  # type: ignore[arg-type]
     assert result.error_code == "invalid_argument"

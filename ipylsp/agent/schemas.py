@@ -86,7 +86,8 @@ def validate(tool: Tool, arguments: Arguments) -> None:
             f"{tool.name} needs `{'`, `'.join(missing)}`: {_signature(tool)}",
         )
     try:
-        _validator(tool.name)(arguments)
+        # A copy: fastjsonschema fills in defaults, and the caller's dict is the model's.
+        _validator(tool.name)(dict(arguments))
     except fastjsonschema.JsonSchemaValueException as error:
         raise _error(tool, arguments, error) from None
 
