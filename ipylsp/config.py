@@ -39,6 +39,13 @@ class IPyLSP(Configurable):
         4000, min=0, help="Characters of one agent tool answer (`ipylsp.agent`); the rest is "
         "announced as `... N more`. 0: no limit."
     ).tag(config=True)
+    check_cells = Bool(
+        True, help="Check the code of each cell that runs (Python kernels), besides its writes."
+    ).tag(config=True)
+    cell_history = Int(
+        200, min=0, help="Executed cells the cell document keeps (the oldest go first; the "
+        "names they bound stay known from the kernel). 0: all."
+    ).tag(config=True)
     max_files_per_check = Int(
         200, min=0, help="Files of one cell checked at once (existing ones first); the rest on "
         "`%lsp check`. 0: no limit."
@@ -122,6 +129,7 @@ class IPyLSP(Configurable):
             max_per_report=int(self.max_per_report),
             max_report_chars=int(self.max_report_chars),
             max_answer_chars=int(self.max_answer_chars),
+            cell_history=int(self.cell_history),
             max_files_per_check=int(self.max_files_per_check),
             language_servers=language_servers or Settings().language_servers,
             servers={k: ServerOverride.from_mapping(v) for k, v in self.servers.items()},

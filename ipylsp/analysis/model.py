@@ -110,6 +110,8 @@ class FileReport:
     servers: tuple[str, ...] = ()
     elsewhere: bool = False
     """A file the check did not write: what the write broke or fixed there (a caller)."""
+    cell: int | None = None
+    """A notebook cell's problems (`display_path` "cell [n]"): its execution count."""
 
 
 @dataclass(frozen=True, slots=True)

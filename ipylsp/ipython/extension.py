@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipylsp.config import IPyLSP
+from ipylsp.ipython.cells import CellHook, RanCell, combined, ran_cell
 from ipylsp.ipython.display import CellReport
 from ipylsp.ipython.watch import Write, WriteWatcher
 from ipylsp.lsp import roots
@@ -39,6 +40,7 @@ class CellChecks:
         )
         self.config.observe(self._on_config_change)
         self.last_writes: list[Write] = []
+        self.cells = CellHook(shell, lambda: self.service)
 
     @property
     def service(self) -> Service:
@@ -89,19 +91,28 @@ class CellChecks:
         try:
             writes = self.watcher.end_cell()
             self.last_writes = writes
-            if writes and self.config.enabled:
-                self.report(writes, self.watcher.notes)
+            cell = ran_cell(result) if self.config.check_cells else None
+            if (writes or cell is not None) and self.config.enabled:
+                self.report(writes, self.watcher.notes, cell)
         except Exception:
             log.exception("ipylsp: could not check the cell's writes")
 
-    def report(self, writes: list[Write], notes: tuple[str, ...] = ()) -> None:
+    def report(
+        self, writes: list[Write], notes: tuple[str, ...] = (), cell: RanCell | None = None
+    ) -> None:
+        """One display for the cell: what its code introduced (cells first), then what its
+        writes introduced in files."""
         from ipylsp.service.service import FileCheck
 
-        by_path = {w.path: w for w in writes}
-        checks = [FileCheck(w.path, before=_before(w, by_path)) for w in writes]
         output = CellReport()
-        report = self.service.check_files(checks, progress=output.waiting)
-        output.show(report, self.config, notes)
+        reports = []
+        if cell is not None:
+            reports.append(self.cells.check(cell, output.waiting))
+        if writes:
+            by_path = {w.path: w for w in writes}
+            checks = [FileCheck(w.path, before=_before(w, by_path)) for w in writes]
+            reports.append(self.service.check_files(checks, progress=output.waiting))
+        output.show(combined(reports), self.config, notes)
 
     def close(self) -> None:
         self.config.unobserve(self._on_config_change)

@@ -44,6 +44,9 @@ class FileCheck:
     path: Path
     before: str | None = None
     content: str | None = None
+    virtual: bool = False
+    """`content` is a document that exists only in memory (the notebook's cells): never read
+    from or saved to disk, no file events, kept as known like a written file."""
 
 
 @dataclass
@@ -72,7 +75,7 @@ async def check(
     planned = await asyncio.gather(
         *(
             checker.plan(f.path, content=f.content, before=f.before, deadline=deadline,
-                         shown_root=lookups.shown_root(f.path))
+                         shown_root=lookups.shown_root(f.path), virtual=f.virtual)
             for f in chosen
         ),
         return_exceptions=True,
@@ -92,7 +95,7 @@ async def check(
         else:
             raise planned_one
     plans.sort(key=lambda p: natural_key(p.display))
-    written = [p for p in plans if not p.preflight]
+    written = [p for p in plans if not (p.preflight or p.virtual)]
     events = [
         (p.path, others.file_event(p.path, checker.known, p.before_text)) for p in written
     ]
@@ -273,7 +276,7 @@ def _lift(checker: Checker, plans: list[FilePlan], result: BatchResult) -> froze
 def moves(plans: list[FilePlan]) -> list[str]:
     """A file moved or removed fixes nothing: a note, when it had known problems."""
     notes = []
-    arrived = {p.new_text: p for p in plans if p.new_text and not p.preflight}
+    arrived = {p.new_text: p for p in plans if p.new_text and not (p.preflight or p.virtual)}
     for plan in plans:
         if not plan.deleted or plan.known is None:
             continue

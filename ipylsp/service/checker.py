@@ -71,6 +71,8 @@ class FilePlan:
     shown_root: Path | None = None
     """The workspace its path is shown relative to (`reports.display_root`)."""
     outcomes: list[ServerOutcome] = field(default_factory=list)
+    virtual: bool = False
+    """An in-memory document (`FileCheck.virtual`): its content is its text, never saved."""
 
     @functools.cached_property
     def display(self) -> str:
@@ -115,15 +117,17 @@ class Checker:
         before: str | None,
         deadline: float,
         shown_root: Path | None = None,
+        virtual: bool = False,
     ) -> FilePlan:
         """Texts and the syntax tier's verdict for one file; no server is asked yet.
         `shown_root`: its `display_root`, when the caller knows it already."""
-        disk_text = read_text(path)
+        disk_text = content if virtual else read_text(path)
         new_text = content if content is not None else disk_text
         known = self.known.get(path)
         # A preflight (`content=`) proposes an edit of the file as it is on disk now.
         before_text = await self._before_text(
-            path, before, known, disk_text if content is not None else None, deadline
+            path, before, known, disk_text if content is not None and not virtual else None,
+            deadline,
         )
         language_id = languages.language_id(path)
         syntax = tiers.syntax_pair(path, before_text, new_text) if language_id else None
@@ -134,9 +138,10 @@ class Checker:
             semantic_after_syntax_error=self.settings.semantic_after_syntax_error,
         )
         return FilePlan(
-            path, language_id, new_text, disk_text, before_text, known, content is not None,
-            syntax, held_back,
+            path, language_id, new_text, disk_text, before_text, known,
+            content is not None and not virtual, syntax, held_back,
             shown_root if shown_root is not None else self.resolver.shown_root(path),
+            virtual=virtual,
         )
 
     def outcome(
@@ -181,7 +186,7 @@ class Checker:
         try:
             _, outcome.current = await client.diagnostics(
                 plan.path, plan.new_text, plan.language_id, deadline=deadline,
-                save=save and not plan.preflight,
+                save=save and not (plan.preflight or plan.virtual),
             )
         finally:
             if plan.preflight:
@@ -213,7 +218,7 @@ class Checker:
         where = shown_root or plan.path.parent
         unknown = tuple(self.resolver.once(o.unknown, where) for o in said if o.unknown is not None)
         if not plan.preflight:
-            self._roll_forward(plan.path, plan.new_text, outcomes, plan.known)
+            self._roll_forward(plan.path, plan.new_text, outcomes, plan.known, plan.virtual)
         return file_report(
             plan.path, shown_root, introduced, current, fixed, unknown,
             tuple(o.spec.id for o in said),
@@ -317,6 +322,7 @@ class Checker:
         new_text: str | None,
         outcomes: list[ServerOutcome],
         known: KnownFile | None,
+        virtual: bool = False,
     ) -> None:
         """The new text becomes the baseline; a server that did not answer keeps the text it
         last answered for (or the first one it missed), so it catches up on everything later."""
@@ -329,6 +335,7 @@ class Checker:
             {o.spec.id: o.current for o in outcomes if o.unknown is None},
             {o.spec.id: o.before_text for o in outcomes if o.unknown is not None},
             frozenset(o.spec.id for o in outcomes),
+            virtual=virtual,
         )
 
     async def _restore(self, client: LanguageClient, plan: FilePlan, deadline: float) -> None:

@@ -36,6 +36,8 @@ class KnownFiles:
     def __init__(self, cap: int = MAX_KNOWN_FILES) -> None:
         self._cap = cap
         self._files: dict[Path, KnownFile] = {}
+        self._virtual: set[Path] = set()
+        """In-memory documents (the notebook's cells): kept, but never listed as files."""
 
     def get(self, path: Path) -> KnownFile | None:
         return self._files.get(path)
@@ -44,7 +46,7 @@ class KnownFiles:
         return path in self._files
 
     def __iter__(self) -> Iterator[Path]:
-        return iter(self._files)
+        return (p for p in self._files if p not in self._virtual)
 
     def __len__(self) -> int:
         return len(self._files)
@@ -52,15 +54,17 @@ class KnownFiles:
     def recent(self) -> Iterator[Path]:
         """The files checked last first (not the documents used last: re-diagnosing other
         files touches those too)."""
-        return reversed(self._files)
+        return (p for p in reversed(self._files) if p not in self._virtual)
 
     def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
         """Known files (all, or those of `paths`) whose disk text is not the last checked."""
-        candidates = list(self._files) if paths is None else [p for p in paths if p in self]
+        candidates = list(self) if paths is None else [p for p in paths if p in self]
+        candidates = [p for p in candidates if p not in self._virtual]
         return [p for p in candidates if read_text(p) != self._files[p].text]
 
     def forget(self, path: Path) -> None:
         self._files.pop(path, None)
+        self._virtual.discard(path)
 
     def record(
         self,
@@ -69,6 +73,8 @@ class KnownFiles:
         results: Mapping[str, tuple[Diagnostic, ...]],
         missed: Mapping[str, str],
         asked: frozenset[str],
+        *,
+        virtual: bool = False,
     ) -> None:
         """A check's end: `text` becomes the baseline. A server that did not answer
         (`missed`: the text its delta starts from) or was not `asked` this time (held back
@@ -80,8 +86,12 @@ class KnownFiles:
             for server_id in {*previous.results, *previous.missed} - asked:
                 missed[server_id] = previous.missed.get(server_id, previous.text)
         self._files[path] = KnownFile(text, dict(results), missed)
+        if virtual:
+            self._virtual.add(path)
         while len(self._files) > self._cap:  # forget the least recently checked texts
-            del self._files[next(iter(self._files))]
+            oldest = next(iter(self._files))
+            del self._files[oldest]
+            self._virtual.discard(oldest)
 
     @staticmethod
     def refresh(known: KnownFile, server_id: str, results: tuple[Diagnostic, ...]) -> None:

@@ -173,7 +173,8 @@ async def _ask_all(
             assert plan.new_text is not None and plan.language_id is not None
             try:
                 await client.sync_document(
-                    plan.path, plan.new_text, plan.language_id, save=not plan.preflight,
+                    plan.path, plan.new_text, plan.language_id,
+                    save=not (plan.preflight or plan.virtual),
                     deadline=deadline,
                 )
                 job.synced = True

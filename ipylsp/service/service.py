@@ -22,6 +22,7 @@ from ipylsp.analysis.report import FormatOptions
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.service import batch, cleanup
 from ipylsp.service.batch import FileCheck
+from ipylsp.service.cells import CellSession
 from ipylsp.service.checker import Checker
 from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
 from ipylsp.service.late import LateAnswers
@@ -57,6 +58,7 @@ class Service:
         self._sink = ReportSink(self._pending)
         self._late = LateAnswers(self._checker, self._sink)
         self._unchecked: list[FileCheck] = []
+        self._cells: CellSession | None = None
         self._lock = threading.Lock()
         self._closed = False
         cleanup.register(self)
@@ -72,6 +74,8 @@ class Service:
         self._settings = replace(self._settings, **changes)
         self._pool.settings = self._settings
         self._checker.settings = self._settings
+        if self._cells is not None:
+            self._cells.cap = self._settings.cell_history
         return self._settings
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -132,6 +136,7 @@ class Service:
         if not files:
             return Report()
         deadline = time.monotonic() + budget
+        self._sink.virtual.update(str(f.path) for f in files if f.virtual)
         loop = self._background()
         try:
             on_wait = None if progress is None else lambda: progress(self._waiting_for())
@@ -167,6 +172,14 @@ class Service:
         )
         self._publish_status(rows)
         return report
+
+    @property
+    def cells(self) -> CellSession:
+        """The notebook's executed cells, checked as one in-memory document (`cells.py`)."""
+        with self._lock:
+            if self._cells is None:
+                self._cells = CellSession(self, cap=self._settings.cell_history)
+            return self._cells
 
     def subscribe(self, callback: Subscriber) -> None:
         """Call `callback(report)` with every report as it is made: checks (preflights

@@ -31,6 +31,9 @@ class ReportSink:
         self._pending = pending
         self._subscribers: list[Subscriber] = []
         self._lock = threading.Lock()
+        self.virtual: set[str] = set()
+        """In-memory documents (the notebook's cells): their raw reports are never recorded;
+        the cell session shows them moved to cells."""
 
     def subscribe(self, callback: Subscriber) -> None:
         if not callable(callback):
@@ -50,6 +53,11 @@ class ReportSink:
     def record(self, report: Report, *, proposed: frozenset[str] = frozenset()) -> None:
         """`proposed`: files whose text was only proposed (a preflight's `content`, never
         written); their problems are not pending, since nothing introduced them yet."""
+        real = tuple(f for f in report.files if str(f.path) not in self.virtual)
+        if len(real) != len(report.files):
+            if not real:
+                return
+            report = replace(report, files=real)
         written = tuple(f for f in report.files if str(f.path) not in proposed)
         self._pending.record(report if len(written) == len(report.files)
                              else replace(report, files=written))

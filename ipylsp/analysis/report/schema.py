@@ -63,7 +63,7 @@ def to_json(
     files: list[dict[str, object]] = []
     for view in views:
         f = view.file
-        files.append(
+        entry: dict[str, object] = (
             {
                 "path": f.display_path,
                 "absolute_path": str(f.path),
@@ -75,6 +75,9 @@ def to_json(
                 "omitted": view.omitted,
             }
         )
+        if f.cell is not None:  # a notebook cell's problems: "path" is "cell [n]"
+            entry["cell"] = f.cell
+        files.append(entry)
     every = [d for f in report.files for d in f.diagnostics]
     return {
         "schema": SCHEMA,

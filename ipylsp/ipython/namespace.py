@@ -1,0 +1,106 @@
+"""What the kernel's namespace tells a checker: which names exist, and their types as stubs.
+
+Names bound by `exec`, `%run`, `globals()[...]`, star imports or a cell that failed halfway
+are invisible to a server reading the cells. `kernel_view` hands the session the names (never
+reported undefined) and the imported modules (never unresolved), and a stub writer: for each
+name the cells read but never bind, one prelude line giving the live object's type where that
+is cheap and exact —
+
+- a module: `import numpy as np`;
+- a class or function defined in an importable module: `from pkg.mod import Name as alias`;
+- an instance of a builtin type: `x: int = __ipylsp_any__()`, of an importable class:
+  `x: "pkg.mod.Class"` through a private module alias;
+- anything else (defined in `__main__` by `exec`, generics we cannot see into): `Any`.
+
+Only the names the cells use are declared, so the prelude stays a few lines however big the
+namespace is (benchmarks/bench_cells.py measures it).
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+import types
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ipylsp.analysis.cells.locate import Kernel
+from ipylsp.service.cells import KernelView
+
+ALWAYS_BOUND = frozenset({"display", "get_ipython", "In", "Out", "exit", "quit"})
+"""Names IPython provides during a cell (some only while its builtins trap is active)."""
+
+_BUILTIN_TYPES = {
+    bool: "bool", int: "int", float: "float", complex: "complex", str: "str", bytes: "bytes",
+    bytearray: "bytearray", type(None): "None", list: "list[__ipylsp_Any__]",
+    dict: "dict[__ipylsp_Any__, __ipylsp_Any__]", set: "set[__ipylsp_Any__]",
+    frozenset: "frozenset[__ipylsp_Any__]", tuple: "tuple[__ipylsp_Any__, ...]",
+    range: "range", slice: "slice",
+}
+
+
+def kernel_view(namespace: Mapping[str, Any]) -> KernelView:
+    """The view of one check, read on the kernel's thread (the namespace is not copied)."""
+    names = frozenset(namespace) | frozenset(dir(builtins)) | ALWAYS_BOUND
+    modules = frozenset(name for name in list(sys.modules) if not name.startswith("_"))
+
+    def stubs(wanted: frozenset[str]) -> str:
+        return stub_prelude(namespace, sorted(wanted))
+
+    return KernelView(Kernel(names, modules), stubs)
+
+
+def stub_prelude(namespace: Mapping[str, Any], names: Iterable[str]) -> str:
+    """Prelude lines declaring `names` (those in `namespace`) with their live types."""
+    lines: list[str] = []
+    aliases: dict[str, str] = {}
+    for name in names:
+        if name not in namespace or not name.isidentifier() or name.startswith("__ipylsp"):
+            continue
+        lines.append(_stub(name, namespace[name], aliases))
+    imports = [f"import {module} as {alias}" for module, alias in aliases.items()]
+    return "".join(line + "\n" for line in (*imports, *lines))
+
+
+def _stub(name: str, value: Any, aliases: dict[str, str]) -> str:
+    if isinstance(value, types.ModuleType):
+        module = value.__name__
+        if _importable(module) and sys.modules.get(module) is value:
+            return f"import {module} as {name}" if module != name else f"import {module}"
+    elif isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
+        where = _home(value)
+        if where is not None:
+            module, qualname = where
+            return f"from {module} import {qualname} as {name}"
+    else:
+        kind = type(value)
+        annotation = _BUILTIN_TYPES.get(kind)
+        if annotation is None:
+            where = _home(kind)
+            if where is not None:
+                module, qualname = where
+                alias = aliases.setdefault(module, f"__ipylsp_m{len(aliases)}__")
+                annotation = f"{alias}.{qualname}"
+        if annotation is not None:
+            return f"{name}: {annotation} = __ipylsp_any__()"
+    return f"{name}: __ipylsp_Any__ = __ipylsp_any__()"
+
+
+def _home(value: Any) -> tuple[str, str] | None:
+    """(module, name) that imports exactly `value`, or None (`__main__`, nested, private)."""
+    module = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        return None
+    if not qualname.isidentifier() or not _importable(module):
+        return None
+    owner = sys.modules.get(module)
+    if owner is None or getattr(owner, qualname, None) is not value:
+        return None
+    return module, qualname
+
+
+def _importable(module: str) -> bool:
+    return module not in ("__main__", "builtins") and all(
+        part.isidentifier() and not part.startswith("_") for part in module.split(".")
+    )

@@ -1,0 +1,186 @@
+"""The notebook's executed cells, checked as one virtual document beside the files.
+
+Not a second checker: a `CellSession` keeps the history (`analysis.cells.document`), builds
+the document (header, the kernel's stub prelude, the cells), and asks `Service.check_files`
+for it as a *virtual* file (in memory only: never read from or saved to disk, never pending,
+never listed). The delta is the checker's own: the document before the cell against the
+document after it. What comes back is moved to cells (`analysis.cells.locate`), and every
+cell with a problem the cell introduced gets its own entry, `cell [n]`: the newest first,
+then earlier cells it broke.
+
+Which servers: every server that serves Python files, on the concatenated document. Ruff, ty
+and the pyright family also accept LSP 3.17 notebook documents, but those carry cells as the
+user wrote them: a server then sees neither the kernel's namespace (the prelude) nor the
+magics neutralized the way the kernel ran them, so a notebook document would need the same
+rewriting and a second delta path; one document keeps one path (see ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+from ipylsp.analysis.cells.document import Cell, CellDocument, CellHistory, make_cell
+from ipylsp.analysis.cells.document import unbound_loads as unbound_loads
+from ipylsp.analysis.cells.locate import Kernel, by_cell
+from ipylsp.analysis.model import FileReport, Report, Unknown
+from ipylsp.service.batch import FileCheck
+
+
+class Checks(Protocol):
+    """The one method of the facade a session needs (`Service.check_files`)."""
+
+    def check_files(
+        self,
+        files: Sequence[FileCheck],
+        *,
+        timeout: float | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> Report: ...
+
+StubWriter = Callable[[frozenset[str]], str]
+"""Names the cells read but never bind -> prelude lines declaring them (the kernel's types)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelView:
+    """What the kernel knows and no server does; the IPython adapter makes one per check."""
+
+    kernel: Kernel = field(default_factory=Kernel)
+    stubs: StubWriter | None = None
+
+
+class CellSession:
+    """One kernel's executed cells and their checks. Thread-safe: one check at a time."""
+
+    def __init__(self, service: Checks, path: Path | None = None, cap: int = 200) -> None:
+        self._service = service
+        self.path = path or default_path()
+        self.history = CellHistory(cap=cap)
+        self._last: str | None = None
+        """The document as last checked: the next check's before text (its baseline known)."""
+        self._lock = threading.Lock()
+        self.view: Callable[[], KernelView] = KernelView
+        """Set by the adapter: the kernel's view, read on the caller's thread at each check."""
+
+    @property
+    def cap(self) -> int:
+        return self.history.cap
+
+    @cap.setter
+    def cap(self, value: int) -> None:
+        self.history = CellHistory(self.history.cells, value)
+
+    def seed(self, cells: list[tuple[int, str]]) -> None:
+        """Cells that ran before the session existed (`%load_ext` after some work): kept as
+        history, never reported."""
+        with self._lock:
+            history = self.history
+            for count, source in cells:
+                history = history.with_cell(make_cell(_key(None, source), count, source))
+            self.history = history.kept()
+
+    def run(
+        self,
+        source: str,
+        *,
+        count: int | None,
+        cell_id: str | None = None,
+        timeout: float | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> Report:
+        """`source` has just run as cell `count`: what it introduced, in cells. It stays in the
+        history (unless it does not parse)."""
+        with self._lock:
+            cell = make_cell(_key(cell_id, source), count, source)
+            after = self.history.with_cell(cell)
+            report = self._check(after, cell, timeout, progress)
+            self.history = after.kept()
+            return report
+
+    def preflight(self, code: str, *, timeout: float | None = None) -> Report:
+        """What `code` would introduce if it ran now as a new cell; the history is unchanged."""
+        with self._lock:
+            cell = make_cell(_key(None, code), None, code)
+            history = self.history
+            after = CellHistory((*(c for c in history.cells if c.key != cell.key), cell),
+                                history.cap)
+            return self._check(after, cell, timeout, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.history = CellHistory(cap=self.history.cap)
+            self._last = None
+
+    def _check(
+        self,
+        after: CellHistory,
+        cell: Cell,
+        timeout: float | None,
+        progress: Callable[[str], None] | None,
+    ) -> Report:
+        view = self.view()
+        prelude = ""
+        if view.stubs is not None:
+            wanted = frozenset(unbound_loads(after.cells) & view.kernel.names)
+            prelude = view.stubs(wanted) if wanted else ""
+        document = after.document(prelude)
+        before_doc = self.history.document(prelude)
+        before = self._last if self._last is not None else before_doc.text
+        checked = self._service.check_files(
+            [FileCheck(self.path, before=before, content=document.text, virtual=True)],
+            timeout=timeout, progress=progress,
+        )
+        self._last = document.text
+        return _in_cells(checked, document, before_doc, view.kernel, cell)
+
+
+def _key(cell_id: str | None, source: str) -> str:
+    """The front end's cell id; else an earlier cell with the same source is the same cell
+    (nbclient and the console send no id); else a new key."""
+    if cell_id:
+        return f"id:{cell_id}"
+    digest = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return f"src:{digest}"
+
+
+def default_path() -> Path:
+    """Where the virtual document says it lives: the kernel's working directory, so the
+    project's imports resolve the way the kernel's do. Nothing is ever written there."""
+    return Path(os.getcwd()) / f".ipylsp-cells-{os.getpid()}.py"
+
+
+def _in_cells(
+    checked: Report, after: CellDocument, before: CellDocument, kernel: Kernel, newest: Cell
+) -> Report:
+    """The virtual document's report as one entry per cell (newest first)."""
+    doc = next((f for f in checked.files if f.cell is None), None)
+    if doc is None:
+        return checked
+    introduced = by_cell(doc.diagnostics, after, kernel, newest.key)
+    current = by_cell(doc.current, after, kernel, newest.key)
+    fixed = by_cell(doc.fixed, before, kernel, newest.key)
+    order = [newest.key] + [c.key for c in after.cells if c.key != newest.key]
+    files: list[FileReport] = []
+    for key in order:
+        cell = next((c for c in after.cells if c.key == key), None)
+        if cell is None:
+            continue
+        mine = introduced.get(key, (cell, []))[1]
+        gone = fixed.get(key, (cell, []))[1]
+        unknown: tuple[Unknown, ...] = doc.unknown if key == newest.key else ()
+        if key != newest.key and not mine and not gone:
+            continue
+        files.append(FileReport(
+            path=doc.path, display_path=cell.label, diagnostics=tuple(mine),
+            current=tuple(current.get(key, (cell, []))[1]), fixed=tuple(gone),
+            unknown=unknown, servers=doc.servers, elsewhere=key != newest.key,
+            cell=cell.count,
+        ))
+    others = tuple(f for f in checked.files if f is not doc)
+    return replace(checked, files=(*files, *others))
