@@ -60,6 +60,17 @@ def check(
     return _shown(report, f"{os.fspath(path)}: {clean}")
 
 
+def check_cell(code: str, *, timeout: float | None = None) -> Report:
+    """What `code` would introduce if it ran now as a notebook cell, against the cells this
+    kernel has run (with `%load_ext ipylsp`: its namespace too). Nothing is run."""
+    if not isinstance(code, str):
+        raise TypeError(f"code must be a str, not {type(code).__name__}")
+    from ipylsp.ipython.extension import current_session
+
+    report = current_session(get_service).preflight(code, timeout=timeout)
+    return _shown(report, "the cell: no new problems (nothing was run)")
+
+
 def diagnostics(path: str | os.PathLike[str] | None = None) -> Report:
     """Last known diagnostics of one file or of every checked file (no server round trip)."""
     report = get_service().diagnostics(path)

@@ -92,6 +92,8 @@ class Cell:
     source: str
     outputs: list[dict[str, Any]]
     messages: list[dict[str, Any]] = field(default_factory=list)
+    count: int | None = None
+    """The execution count (`In [n]`)."""
 
     @property
     def displays(self) -> list[str]:
@@ -183,7 +185,8 @@ class Kernel:
         self.nb.cells.append(cell)
         index = len(self.nb.cells) - 1
         self.client.execute_cell(cell, index)
-        return Cell(source, [dict(o) for o in cell.outputs], self.client.recorded.get(index, []))
+        return Cell(source, [dict(o) for o in cell.outputs], self.client.recorded.get(index, []),
+                    cell.get("execution_count"))
 
 
 def block(path: str, *lines: str) -> str:
@@ -532,6 +535,8 @@ def test_server_still_starting_when_the_budget_ends(tmp_path: Path) -> None:
     slow = [sys.executable, str(FAKE_SERVER), "--slow-initialize-ms", "3000", "--lifetime-s", "60"]
     with Kernel(kernel_dir_for(tmp_path), ws) as k:
         assert k.run("%load_ext ipylsp").outputs == []
+        k.run("%config IPyLSP.check_cells = False")  # the write path alone: the fixture
+        # flags every "bad" in any Python document, the cells' own document too
         k.run(f"%config IPyLSP.custom_servers = {{'slow': {{'command': {slow!r}, "
               "'languages': ['python']}}")
         k.run("%config IPyLSP.language_servers = {'python': ['slow']}")
@@ -564,6 +569,8 @@ def test_a_long_check_shows_what_it_waits_for_then_the_report(tmp_path: Path) ->
     slow = [sys.executable, str(FAKE_SERVER), "--slow-initialize-ms", "1500", "--lifetime-s", "60"]
     with Kernel(kernel_dir_for(tmp_path), ws) as k:
         assert k.run("%load_ext ipylsp").outputs == []
+        k.run("%config IPyLSP.check_cells = False")  # the write path alone: the fixture
+        # flags every "bad" in any Python document, the cells' own document too
         k.run(f"%config IPyLSP.custom_servers = {{'slow': {{'command': {slow!r}, "
               "'languages': ['python']}}")
         k.run("%config IPyLSP.language_servers = {'python': ['slow']}")
@@ -585,6 +592,8 @@ def test_a_shown_waiting_line_never_ends_as_an_empty_output(tmp_path: Path) -> N
     slow = [sys.executable, str(FAKE_SERVER), "--slow-initialize-ms", "1500", "--lifetime-s", "60"]
     with Kernel(kernel_dir_for(tmp_path), ws) as k:
         k.run("%load_ext ipylsp")
+        k.run("%config IPyLSP.check_cells = False")  # the write path alone: the fixture
+        # flags every "bad" in any Python document, the cells' own document too
         k.run(f"%config IPyLSP.custom_servers = {{'slow': {{'command': {slow!r}, "
               "'languages': ['python']}}")
         k.run("%config IPyLSP.language_servers = {'python': ['slow']}")

@@ -176,6 +176,7 @@ def _kernel_with_helper_server(k: Kernel, pidfile: Path, record: Path) -> tuple[
     command = [sys.executable, str(FAKE_SERVER), "--lifetime-s", "120",
                "--setsid-helper", str(pidfile), "--record", str(record)]
     assert k.run("%load_ext ipylsp").outputs == []
+    k.run("%config IPyLSP.check_cells = False")  # the fixture flags markers in any document
     k.run(f"%config IPyLSP.custom_servers = {{'helpers': {{'command': {command!r}, "
           "'languages': ['python']}}")
     k.run("%config IPyLSP.language_servers = {'python': ['helpers']}")

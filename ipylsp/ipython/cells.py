@@ -78,14 +78,14 @@ class CellHook:
             cell.source, count=cell.count, cell_id=cell.cell_id, timeout=timeout,
             progress=progress if self._warm else None,
         )
-        starting = _starting(report) if not self._warm else ()
-        if not starting:
+        if self._warm or not _starting(report):
             self._warm = True
             return report
-        note = (f"{', '.join(starting)} still starting: the next cell's check includes this "
-                "cell's code")
+        # Said nowhere: the next cell's check includes this one's problems (a line saying
+        # so under every first cell would be noise in a notebook that has none).
         files = tuple(replace(f, unknown=()) if f.cell is not None else f for f in report.files)
-        return replace(report, files=files, notes=(*report.notes, note))
+        return replace(report, files=tuple(f for f in files if f.cell is None or f.diagnostics
+                                           or f.fixed))
 
     def _earlier_cells(self) -> list[tuple[int, str]]:
         """(count, source) of the cells run before this one, from IPython's history."""

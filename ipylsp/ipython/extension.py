@@ -18,6 +18,9 @@ from ipylsp.ipython.watch import Write, WriteWatcher
 from ipylsp.lsp import roots
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ipylsp.service.cells import CellSession
     from ipylsp.service.service import Service
 
 log = logging.getLogger(__name__)
@@ -141,3 +144,23 @@ def _settings_changes(config: IPyLSP) -> dict[str, Any]:
 
 def current(shell: Any) -> CellChecks | None:
     return getattr(shell, ATTR, None)
+
+
+def current_session(service: Callable[[], Service]) -> CellSession:
+    """The cell session of the running IPython shell (its hook's, when `%load_ext ipylsp`
+    loaded; else the service's, reading the shell's namespace), or the service's own."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return service().cells
+    shell = get_ipython()
+    if shell is None:
+        return service().cells
+    checks = current(shell)
+    if checks is not None:
+        return checks.cells.session
+    from ipylsp.ipython.namespace import kernel_view
+
+    session = service().cells
+    session.view = lambda: kernel_view(shell.user_ns)
+    return session

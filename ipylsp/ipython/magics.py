@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from ipylsp.ipython.display import ReportView, TextView, options_for
 from ipylsp.ipython.extension import CellChecks
@@ -84,6 +84,11 @@ def _parser() -> _Parser:
     check.add_argument(
         "--severity", choices=("error", "warning", "all"), help="default: IPyLSP.severity"
     )
+    check_cell = add(
+        "check_cell", "what CODE would introduce if it ran now as a cell (nothing runs); "
+        "%%lsp check_cell checks the cell's body"
+    )
+    check_cell.add_argument("code", nargs="*", help="the code (or the body of %%%%lsp check_cell)")
     diagnostics = add("diagnostics", "last known diagnostics (no round trip)")
     diagnostics.add_argument("path", nargs="?", help="one file (default: all checked)")
     for name in FEATURES:
@@ -122,11 +127,16 @@ class LspMagics(Magics):
         super().__init__(shell)
         self.checks = CellChecks(shell)
 
-    @line_magic
-    def lsp(self, line: str) -> Any:
+    @line_cell_magic
+    def lsp(self, line: str, cell: str | None = None) -> Any:
         """Language servers: %lsp status | list | install | which | start | stop | restart |
-        check | diagnostics | hover | definition | references | completions | symbols |
-        pending | on | off  (each with -h)."""
+        check | check_cell | diagnostics | hover | definition | references | completions |
+        symbols | pending | on | off  (each with -h)."""
+        head, _, rest = line.strip().partition(" ")
+        if head == "check_cell" and rest.strip() not in ("-h", "--help"):
+            return self._check_cell(cell if cell is not None else rest)
+        if cell is not None:
+            raise UsageError("%%lsp: only `%%lsp check_cell` takes a cell body")
         try:
             args = _parser().parse_args(shlex.split(line))
         except _HelpShown as shown:
@@ -207,6 +217,15 @@ class LspMagics(Magics):
         clean = "no problems" if args.all else "no new problems"  # the words of the request
         return ReportView(report, options_for(self.checks.config, **overrides),
                           f"{args.path}: {clean}")
+
+    def _check_cell(self, code: str) -> ReportView:
+        """The code as written (no shell quoting): a preflight of the cell session."""
+        if not code.strip():
+            raise UsageError("%lsp check_cell: no code (give it after the word, or use "
+                             "%%lsp check_cell with the code as the cell's body)")
+        report = self.checks.cells.session.preflight(code)
+        return ReportView(report, options_for(self.checks.config),
+                          "the cell: no new problems (nothing was run)")
 
     def _diagnostics(self, args: argparse.Namespace) -> ReportView:
         report = self.checks.service.diagnostics(args.path)

@@ -238,7 +238,9 @@ async def _settle(
         )
         if run.answered:
             checker.pool.record_success(run.slot)
-        elif timed_out:  # nothing at all from this server in the whole check
+        elif timed_out and budget >= checker.settings.wait_budget:
+            # nothing at all in a whole budget (a check that chose to wait less, such as a
+            # cell's first check while servers start, proves nothing about the server)
             await checker.pool.record_timeout(run.slot)
     return _lift(checker, plans, result)
 

@@ -99,7 +99,7 @@ class CellSession:
         with self._lock:
             cell = make_cell(_key(cell_id, source), count, source)
             after = self.history.with_cell(cell)
-            report = self._check(after, cell, timeout, progress)
+            report = self._check(after, cell, timeout, progress, keep_clean=False)
             self.history = after.kept()
             return report
 
@@ -110,7 +110,7 @@ class CellSession:
             history = self.history
             after = CellHistory((*(c for c in history.cells if c.key != cell.key), cell),
                                 history.cap)
-            return self._check(after, cell, timeout, None)
+            return self._check(after, cell, timeout, None, keep_clean=True)
 
     def clear(self) -> None:
         with self._lock:
@@ -123,7 +123,11 @@ class CellSession:
         cell: Cell,
         timeout: float | None,
         progress: Callable[[str], None] | None,
+        *,
+        keep_clean: bool,
     ) -> Report:
+        """`keep_clean`: the checked cell's entry even when it has nothing to say (a
+        preflight answers for it; a cell that ran quietly shows nothing)."""
         view = self.view()
         prelude = ""
         if view.stubs is not None:
@@ -137,7 +141,7 @@ class CellSession:
             timeout=timeout, progress=progress,
         )
         self._last = document.text
-        return _in_cells(checked, document, before_doc, view.kernel, cell)
+        return _in_cells(checked, document, before_doc, view.kernel, cell, keep_clean)
 
 
 def _key(cell_id: str | None, source: str) -> str:
@@ -156,7 +160,12 @@ def default_path() -> Path:
 
 
 def _in_cells(
-    checked: Report, after: CellDocument, before: CellDocument, kernel: Kernel, newest: Cell
+    checked: Report,
+    after: CellDocument,
+    before: CellDocument,
+    kernel: Kernel,
+    newest: Cell,
+    keep_clean: bool,
 ) -> Report:
     """The virtual document's report as one entry per cell (newest first)."""
     doc = next((f for f in checked.files if f.cell is None), None)
@@ -174,7 +183,7 @@ def _in_cells(
         mine = introduced.get(key, (cell, []))[1]
         gone = fixed.get(key, (cell, []))[1]
         unknown: tuple[Unknown, ...] = doc.unknown if key == newest.key else ()
-        if key != newest.key and not mine and not gone:
+        if not (mine or gone or unknown or (keep_clean and key == newest.key)):
             continue
         files.append(FileReport(
             path=doc.path, display_path=cell.label, diagnostics=tuple(mine),

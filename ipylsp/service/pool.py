@@ -123,8 +123,11 @@ class ClientPool:
         # cancels the start may turn into a CancelledError of this check.
         await asyncio.wait({starting}, timeout=max(deadline - time.monotonic(), 0))
         if not starting.done():
-            slot.start_outlived_budget = True
             waited = time.monotonic() - slot.start_began
+            # Only a whole budget counts: a check that chose to wait less (a cell's first
+            # check while servers start) must not make later checks give up at once.
+            if waited >= self.settings.wait_budget:
+                slot.start_outlived_budget = True
             raise ClientError(
                 UnknownReason.TIMED_OUT,
                 f"after {waited:.1f} s, still starting (initialize unanswered)",

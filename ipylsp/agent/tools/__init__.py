@@ -7,6 +7,7 @@ from ipylsp.agent.tools import changes, checks, queries
 
 ORDER = (
     "lsp_check",
+    "lsp_check_cell",
     "lsp_diagnostics",
     "lsp_pending",
     "lsp_hover",

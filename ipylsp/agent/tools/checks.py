@@ -1,6 +1,7 @@
-"""lsp_check, lsp_diagnostics, lsp_pending, lsp_status: what writes introduced and fixed, what
-is wrong now, what runs. Reports come as the `<diagnostics>` text block cells show and as the
-versioned JSON (`data`), their paths relative to the agent's workspace root."""
+"""lsp_check, lsp_check_cell, lsp_diagnostics, lsp_pending, lsp_status: what writes (or a
+cell's code) introduced and fixed, what is wrong now, what runs. Reports come as the
+`<diagnostics>` text block cells show and as the versioned JSON (`data`), their paths relative
+to the agent's workspace root."""
 
 from __future__ import annotations
 
@@ -108,6 +109,26 @@ def lsp_check(box: Toolbox, args: Arguments) -> ToolResult:
                                          "nothing was written)")
         return result
     return _answer(report, _options(box, args), f"{shown}: no new problems{_servers(report)}")
+
+
+@tool(
+    "lsp_check_cell",
+    "What a notebook cell's code would introduce if it ran now, checked against the cells "
+    "this kernel already ran (their definitions, imports and the names they bound). Nothing "
+    "is run. IPython syntax (magics, !cmd, obj?) is understood. Problems are located as "
+    "`cell [ ]` (this code) or `cell [n]` (an earlier cell it would break).",
+    {
+        "code": {"type": "string", "description": "The cell's code, as it would be run."},
+        "severity": SEVERITY,
+    },
+    required=("code",),
+)
+def lsp_check_cell(box: Toolbox, args: Arguments) -> ToolResult:
+    report = dataclasses.replace(
+        box.service.cells.preflight(args["code"]), root=box.workspace.root
+    )
+    empty = f"the cell: no new problems{_servers(report)}; nothing was run"
+    return _answer(report, _options(box, args), empty)
 
 
 @tool(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ipylsp.analysis.cells.neutralize import NeutralCell, neutralize
 
@@ -53,6 +53,7 @@ def make_cell(key: str, count: int | None, source: str) -> Cell:
     except (SyntaxError, ValueError):
         return Cell(key, count, source, neutral, False, None)
     last = tree.body[-1].lineno - 1 if tree.body else None
+    neutral = _reachable_after(neutral, tree)
     names = _Names()
     names.visit(tree)
     return Cell(
@@ -132,6 +133,23 @@ def _capped(cells: list[Cell], cap: int) -> tuple[Cell, ...]:
     if cap > 0 and len(cells) > cap:
         cells = cells[len(cells) - cap :]
     return tuple(cells)
+
+
+RAISE_GUARD = "if __ipylsp_any__(): "
+"""Put before a cell's top-level `raise`: the kernel goes on with the next cell, so the
+document must too (a checker does not look at code after an unconditional raise)."""
+
+
+def _reachable_after(neutral: NeutralCell, tree: ast.Module) -> NeutralCell:
+    raises = [s.lineno - 1 for s in tree.body if isinstance(s, ast.Raise) and s.col_offset == 0]
+    if not raises:
+        return neutral
+    lines = neutral.text.split("\n")
+    offsets = list(neutral.column_offsets)
+    for line in raises:
+        lines[line] = RAISE_GUARD + lines[line]
+        offsets[line] -= len(RAISE_GUARD)
+    return replace(neutral, text="\n".join(lines), column_offsets=tuple(offsets))
 
 
 def unbound_loads(cells: tuple[Cell, ...]) -> set[str]:

@@ -98,10 +98,11 @@ def _text_at(lines: Sequence[str], where: Range) -> str:
 
 def _moved(d: Diagnostic, first_line: int, offset: int, same_cell: bool) -> Diagnostic:
     """`d` in its cell's lines; an end in another cell is clamped to the start."""
-    start = Position(d.range.start.line - first_line, d.range.start.column + offset)
+    start = Position(d.range.start.line - first_line, max(0, d.range.start.column + offset))
     end_line = d.range.end.line - first_line
     if not same_cell or end_line < start.line:
         end = Position(start.line, start.column)
     else:
-        end = Position(end_line, d.range.end.column + (offset if end_line == start.line else 0))
+        shift = offset if end_line == start.line else 0
+        end = Position(end_line, max(start.column, d.range.end.column + shift))
     return replace(d, range=Range(start, end))

@@ -39,8 +39,9 @@ _CAPTURE_TARGET = re.compile(r"(?:^|\s)(?P<name>[A-Za-z_]\w*)\s*$")
 class NeutralCell:
     """A cell as plain Python: same number of lines as the source.
 
-    `column_offsets[i]`: characters removed at the start of line i (0 but for `%time stmt`);
-    a column c on that line of `text` is column c + offset in the cell."""
+    `column_offsets[i]`: characters removed at the start of line i (0 but for `%time stmt`;
+    negative where text was put before, see `document.RAISE_GUARD`); a column c on that line
+    of `text` is column c + offset in the cell."""
 
     text: str
     column_offsets: tuple[int, ...]

@@ -1,0 +1,286 @@
+"""Cell checking below the kernel: IPython syntax neutralized line for line, the document and
+the way back to cells, the noise rules, the stub prelude, and `CellSession` on real ty + ruff
+(the kernel-level behaviour is in test_cells_kernel.py)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import pathlib
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipylsp.analysis.cells.document import CellHistory, make_cell, unbound_loads
+from ipylsp.analysis.cells.locate import Kernel, by_cell
+from ipylsp.analysis.cells.neutralize import logical_starts, neutralize
+from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
+from ipylsp.analysis.report import format_text, to_json
+from ipylsp.ipython.namespace import stub_prelude
+from ipylsp.service.cells import KernelView
+from ipylsp.service.service import FileCheck, Service
+from ipylsp.settings import Settings
+from tests.real_servers import DATA_DIR
+
+# -- neutralize -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("%time x = f(1)", "x = f(1)"),
+        ("%timeit -n 3 f(1)", "pass"),
+        ("%matplotlib inline", "pass"),
+        ("!ls -la", "pass"),
+        ("files = !ls", "files = __ipylsp_any__()"),
+        ("a, b = %sx echo 1", "a, b = __ipylsp_any__()"),
+        ("obj?", "pass"),
+        ("obj.attr??", "pass"),
+        ("?obj", "pass"),
+        ("if x:\n    %time y = 1\n    !echo", "if x:\n    y = 1\n    pass"),
+        ("print('why?')", "print('why?')"),
+        ("x = 1  # why?", "x = 1  # why?"),
+        ('s = """\n%not a magic\n!nor this\n"""', 's = """\n%not a magic\n!nor this\n"""'),
+        ("f(1,\n  %2)", "f(1,\n  %2)"),
+        ("x = 1 + \\\n  !2", "x = 1 + \\\n  !2"),
+        ("%%bash\necho $HOME\nls", "\n\n"),
+        ("%%html\n<b>x</b>", "\n"),
+        ("%%writefile app.py\nx: int = 's'", "\n"),
+        ("%%capture out\nprint(1)", "out = __ipylsp_any__()\nprint(1)"),
+        ("%%time\n%time y = 2\nz = y", "\ny = 2\nz = y"),
+        ("\n%%timeit\nf(1)", "\n\nf(1)"),
+    ],
+)
+def test_neutralize_keeps_every_line(source: str, expected: str) -> None:
+    neutral = neutralize(source)
+    assert neutral.text == expected
+    assert neutral.text.count("\n") == source.count("\n")
+
+
+def test_time_magic_columns_map_back() -> None:
+    neutral = neutralize("x = 1\n%time y = f(x)")
+    assert neutral.column_offsets == (0, len("%time "))
+    assert neutral.foreign is False
+    assert neutralize("%%bash\nls").foreign is True
+
+
+def test_logical_starts_skip_strings_brackets_and_continuations() -> None:
+    lines = ["a = (1,", "  2)", "b = '''", "c", "'''", "d = 1 \\", "  + 2", "e = 'x' # ("]
+    assert logical_starts(lines) == [True, False, True, False, False, True, False, True]
+
+
+# -- the document ---------------------------------------------------------------------------------
+
+
+def test_a_rerun_replaces_its_cell_in_place_and_places_map_back() -> None:
+    history = CellHistory()
+    for key, count, source in [("a", 1, "def f(x: int) -> int:\n    return x"),
+                               ("b", 2, "f('s')"), ("a", 3, "def f(x: str) -> str:\n    return x")]:
+        history = history.with_cell(make_cell(key, count, source))
+    assert [(c.key, c.count) for c in history.cells] == [("a", 3), ("b", 2)]
+    document = history.document("import os\n")
+    lines = document.text.split("\n")
+    second = document.starts[1]
+    assert lines[second] == "f('s')"
+    place = document.place(second)
+    assert place is not None and (place.cell.count, place.line) == (2, 0)
+    assert document.place(0) is None  # the header is ours
+    assert document.place(document.header_lines - 1) is None
+
+
+def test_a_top_level_raise_does_not_make_later_cells_unreachable() -> None:
+    cell = make_cell("a", 1, "x = 1\nraise ValueError(x)\nif x:\n    raise KeyError")
+    assert cell.neutral.text.split("\n") == [
+        "x = 1", "if __ipylsp_any__(): raise ValueError(x)", "if x:", "    raise KeyError",
+    ]
+    document = CellHistory().with_cell(cell).document()
+    line = document.starts[0] + 1
+    column = len("if __ipylsp_any__(): raise ValueError(")
+    ((_, (moved,)),) = by_cell([_diag(line, column, column + 1, "F821")], document, Kernel(),
+                               "a").values()
+    assert (moved.range.start.line, moved.range.start.column) == (1, len("raise ValueError("))
+
+
+def test_history_cap_and_unparsable_cells() -> None:
+    history = CellHistory(cap=2)
+    for n in range(1, 5):
+        history = history.with_cell(make_cell(f"k{n}", n, f"x{n} = {n}"))
+    assert [c.count for c in history.cells] == [3, 4]
+    broken = history.with_cell(make_cell("bad", 5, "x = (1,"))
+    assert broken.cells[-1].parses is False
+    assert [c.count for c in broken.kept().cells] == [4]  # capped at 2, then the bad one dropped
+
+
+def test_unbound_loads_are_the_names_a_prelude_may_declare() -> None:
+    cells = (make_cell("a", 1, "import os\nx = 1\ndef g(y):\n    z = y\n    return q"),
+             make_cell("b", 2, "print(x, os, zz, z)"))
+    assert unbound_loads(cells) == {"q", "y", "print", "zz", "z"}
+
+
+# -- the way back to cells, without the noise ------------------------------------------------------
+
+
+def _diag(line: int, col: int, end: int, code: str, message: str = "m") -> Diagnostic:
+    return Diagnostic(Range(Position(line, col), Position(line, end)), Severity.ERROR, message,
+                      "src", code, "srv")
+
+
+def test_by_cell_drops_cell_noise_and_moves_the_rest() -> None:
+    history = CellHistory()
+    history = history.with_cell(make_cell("a", 1, "import os\nos.getcwd()"))
+    history = history.with_cell(make_cell("b", 2, "import sys\n%time y = zz\nawait go()\nw"))
+    document = history.document()
+    at = document.starts
+    kernel = Kernel(names=frozenset({"zz"}), modules=frozenset({"os"}))
+    found = by_cell(
+        [
+            _diag(at[1] + 1, 4, 6, "unresolved-reference"),  # zz: in the namespace
+            _diag(at[1] + 3, 0, 1, "F821"),  # w: unknown to the kernel -> kept
+            _diag(at[1] + 0, 7, 10, "F401"),  # unused import in the newest cell
+            _diag(at[0] + 0, 7, 9, "F401"),  # ... in an earlier cell: kept
+            _diag(at[0] + 0, 7, 9, "unresolved-import"),  # os: imported by the kernel
+            _diag(at[1] + 0, 0, 10, "E402"),
+            _diag(at[1] + 2, 0, 10, "F704", "`await` statement outside of a function"),
+            _diag(at[1] + 3, 0, 1, "reportUnusedExpression"),  # the cell's value
+            _diag(0, 0, 4, "F401"),  # in the header
+        ],
+        document, kernel, newest="b",
+    )
+    assert {key: [(d.code, d.range.start.line, d.range.start.column) for d in ds]
+            for key, (_, ds) in found.items()} == {"b": [("F821", 3, 0)], "a": [("F401", 0, 7)]}
+
+
+def test_a_time_magic_statement_is_located_in_the_cells_own_columns() -> None:
+    document = CellHistory().with_cell(make_cell("a", 1, "%time y = zz")).document()
+    found = by_cell([_diag(document.starts[0], 4, 6, "F821")], document, Kernel(), "a")
+    ((_, (moved,)),) = found.values()
+    assert (moved.range.start.column, moved.range.end.column) == (10, 12)
+
+
+# -- the stub prelude ------------------------------------------------------------------------------
+
+
+def test_stub_prelude_gives_live_types_where_exact() -> None:
+    namespace = {
+        "np": os, "op": os.path, "p": pathlib.Path("x"), "C": collections.OrderedDict,
+        "d": {}, "n": 3, "dumps": json.dumps, "g": lambda: 1, "unused": 1,
+    }
+    wanted = ["C", "d", "dumps", "g", "n", "np", "op", "p", "missing"]
+    assert stub_prelude(namespace, wanted).splitlines() == [
+        "import pathlib as __ipylsp_m0__",
+        "from collections import OrderedDict as C",
+        "d: dict[__ipylsp_Any__, __ipylsp_Any__] = __ipylsp_any__()",
+        "from json import dumps as dumps",
+        "g: __ipylsp_Any__ = __ipylsp_any__()",
+        "n: int = __ipylsp_any__()",
+        "import os as np",
+        "import posixpath as op",
+        f"p: __ipylsp_m0__.{type(pathlib.Path('x')).__name__} = __ipylsp_any__()",
+    ]
+
+
+# -- CellSession on real ty + ruff -----------------------------------------------------------------
+
+
+@pytest.fixture
+def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Service]:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    settings = Settings(language_servers={"python": ("ty", "ruff")}, data_dir=DATA_DIR)
+    with Service(settings) as svc:
+        yield svc
+
+
+def _text(report: object) -> list[str]:
+    return format_text(report).splitlines()  # type: ignore[arg-type]
+
+
+def test_a_later_cell_breaking_a_call_is_reported_under_it(service: Service) -> None:
+    cells = service.cells
+    assert _text(cells.run("def f(x: int) -> int:\n    return x", count=1)) == []
+    report = cells.run("y = 1\nf('s')", count=2)
+    assert _text(report) == [
+        '<diagnostics file="cell [2]">',
+        "ERROR [2:3] Argument to function `f` is incorrect: Expected `int`, found "
+        '`Literal["s"]` [invalid-argument-type] (ty)',
+        "</diagnostics>",
+    ]
+    (entry,) = to_json(report)["files"]  # type: ignore[index]
+    assert (entry["path"], entry["cell"]) == ("cell [2]", 2)
+    # a re-run of the first cell (same id) with a new signature: the earlier call breaks
+    cells.clear()
+    cells.run("def f(x: int) -> int:\n    return x", count=1, cell_id="one")
+    cells.run("f(1)", count=2, cell_id="two")
+    rerun = cells.run("def f(x: str) -> str:\n    return x", count=3, cell_id="one")
+    assert _text(rerun) == [
+        '<diagnostics file="cell [2]">',
+        "ERROR [1:3] Argument to function `f` is incorrect: Expected `str`, found "
+        "`Literal[1]` [invalid-argument-type] (ty)",
+        "</diagnostics>",
+    ]
+
+
+def test_preflight_leaves_the_history_and_the_virtual_document_stays_private(
+    service: Service, tmp_path: Path,
+) -> None:
+    cells = service.cells
+    cells.run("def f(x: int) -> int:\n    return x", count=1)
+    history = cells.history
+    proposed = cells.preflight("f('s')\nundefined_name")
+    assert _text(proposed) == [
+        '<diagnostics file="cell [ ]">',
+        "ERROR [1:3] Argument to function `f` is incorrect: Expected `int`, found "
+        '`Literal["s"]` [invalid-argument-type] (ty)',
+        "ERROR [2:1] Name `undefined_name` used when not defined [unresolved-reference, F821] "
+        "(ty, Ruff)",
+        "</diagnostics>",
+    ]
+    assert cells.history == history
+    clean = cells.preflight("f(2)")
+    assert [(f.display_path, f.diagnostics, f.servers) for f in clean.files] == [
+        ("cell [ ]", (), ("ty", "ruff"))
+    ]
+    # never a pending problem, never a known file, never re-checked as changed on disk
+    assert service.pending().files == ()
+    assert service.diagnostics().files == ()
+    assert service.changed_on_disk() == []
+    assert not cells.path.exists() and cells.path.parent == tmp_path
+
+
+def test_kernel_names_are_never_undefined_and_stubs_keep_types(service: Service) -> None:
+    namespace = {"made_by_exec": pathlib.Path("x"), "star_name": 1}
+
+    def view() -> KernelView:
+        names = frozenset(namespace) | frozenset(dir(__builtins__))
+        return KernelView(Kernel(names, frozenset()), lambda w: stub_prelude(namespace, w))
+
+    service.cells.view = view
+    report = service.cells.run(
+        "print(made_by_exec.stem)\nstar_name + 1\nprint(made_by_exec.no_such_attribute)\n"
+        "print(not_bound)", count=1
+    )
+    assert sorted((d.range.start.line, d.code) for f in report.files for d in f.diagnostics) == [
+        (2, "missing-attribute"), (3, "F821"), (3, "unresolved-reference"),
+    ]  # the prelude declared made_by_exec a PosixPath: its attributes are still checked
+
+
+def test_a_file_write_that_breaks_cell_code_is_reported_under_the_cell(
+    service: Service, tmp_path: Path,
+) -> None:
+    lib = tmp_path / "lib.py"
+    lib.write_text("def area(w: int, h: int) -> int:\n    return w * h\n")
+    cells = service.cells
+    assert _text(cells.run("from lib import area\narea(2, 3)", count=1)) == []
+    lib.write_text("def area(w: int) -> int:\n    return w\n")
+    service.check_files([FileCheck(lib)])
+    report = cells.run("print('next')", count=2)
+    assert _text(report) == [
+        '<diagnostics file="cell [1]">',
+        "ERROR [2:9] Too many positional arguments to function `area`: expected 1, got 2 "
+        "[too-many-positional-arguments] (ty)",
+        "</diagnostics>",
+    ]

@@ -1,0 +1,241 @@
+"""Cell checking on a real ipykernel driven by nbclient (issue 13): what each cell's code
+introduced, located as `cell [n] line:col`, never what the kernel already proves fine.
+
+Cells run one at a time in a temporary git worktree with the embedded default servers (ty +
+ruff). JupyterLab sends each execute_request with the cell's id in its metadata (`cellId`);
+nbclient sends none, so `CellKernel.run(..., cell_id=...)` adds it the way JupyterLab does.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_ipython_kernel import (
+    FAKE_SERVER,
+    MIME,
+    TY_RUFF,
+    Cell,
+    Kernel,
+    block,
+    kernel_dir_for,
+    seed_workspace,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+class CellKernel(Kernel):
+    """A kernel whose cells may carry a front-end cell id (`metadata.cellId`)."""
+
+    def __enter__(self) -> CellKernel:
+        super().__enter__()
+        self._cell_id: str | None = None
+        kc = self.client.kc
+        assert kc is not None
+        original = kc.session.msg
+
+        def msg(msg_type: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            message: dict[str, Any] = original(msg_type, *args, **kwargs)
+            if msg_type == "execute_request" and self._cell_id is not None:
+                message["metadata"]["cellId"] = self._cell_id
+            return message
+
+        kc.session.msg = msg  # type: ignore[method-assign]
+        return self
+
+    def run(self, source: str, cell_id: str | None = None) -> Cell:
+        self._cell_id = cell_id
+        try:
+            return super().run(source)
+        finally:
+            self._cell_id = None
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[CellKernel]:
+    ws = seed_workspace(tmp_path, {"helper.py": "def helped(n: int) -> int:\n    return n\n"})
+    with CellKernel(kernel_dir_for(tmp_path), ws) as k:
+        assert k.run("%load_ext ipylsp").outputs == []
+        assert k.run(TY_RUFF).outputs == []
+        # the first checks do not wait for servers to start; this one makes sure they run
+        assert k.run("import ipylsp\n_ = ipylsp.get_service().start('warm.py')").outputs == []
+        yield k
+
+
+def ours(cell: Cell) -> list[str]:
+    """The text/plain of ipylsp's displays (not what the cell itself displays)."""
+    return [o["data"]["text/plain"] for o in cell.outputs
+            if o["output_type"] == "display_data" and MIME in o["data"]]
+
+
+def payload(cell: Cell) -> dict[str, Any]:
+    (data,) = [o["data"][MIME] for o in cell.outputs if o["output_type"] == "display_data"]
+    assert isinstance(data, dict)
+    return data
+
+
+def test_a_later_call_is_reported_under_the_later_cell(kernel: CellKernel) -> None:
+    define = kernel.run("def f(x: int) -> int:\n    return x")
+    call = kernel.run("f('s')")
+    assert define.outputs == []
+    assert call.displays == [block(
+        f"cell [{call.count}]",
+        "ERROR [1:3] Argument to function `f` is incorrect: Expected `int`, found "
+        '`Literal["s"]` [invalid-argument-type] (ty)',
+    )]
+    (entry,) = payload(call)["files"]
+    assert (entry["path"], entry["cell"]) == (f"cell [{call.count}]", call.count)
+    assert [(d["line"], d["column"]) for d in entry["diagnostics"]] == [(1, 3)]
+
+
+def test_names_the_kernel_bound_are_never_undefined(kernel: CellKernel, tmp_path: Path) -> None:
+    script = kernel.workspace / "made.py"
+    script.write_text("from_run = 1\n")
+    cells = [
+        kernel.run("exec('from_exec = 1')"),
+        kernel.run(f"%run {script}"),
+        kernel.run("%time from_time = 1"),
+        kernel.run("%%capture out\nprint('hidden')"),
+        kernel.run("globals()['from_globals'] = 1"),
+        kernel.run("from helper import *"),
+        kernel.run("halfway = 1\nraise ValueError('stop')\nnever = 2"),
+        kernel.run("print(from_exec, from_run, from_time, out.stdout, from_globals, helped(1),"
+                   " halfway)"),
+    ]
+    assert [ours(c) for c in cells] == [[]] * len(cells), [c.outputs for c in cells]
+    assert cells[-1].stdout == "1 1 1 hidden\n 1 1 1\n"
+    # a name nothing bound is still reported (by ty: after a star import ruff cannot tell),
+    # also after the cell that raised halfway; and the stub keeps the live type
+    unbound = kernel.run("print(nobody_bound_this)")
+    assert unbound.displays == [block(
+        f"cell [{unbound.count}]",
+        "ERROR [1:7] Name `nobody_bound_this` used when not defined [unresolved-reference] (ty)",
+    )]
+    typed = kernel.run("exec('import pathlib; p = pathlib.Path(\"x\")')\nprint(p.no_such)")
+    assert typed.error is not None  # AttributeError at run time; the check said it first
+    assert typed.displays == [block(
+        f"cell [{typed.count}]",
+        "ERROR [2:7] Object of type `PosixPath` has no attribute `no_such` "
+        "[missing-attribute] (ty)",
+    )]
+
+
+def test_ipython_syntax_produces_nothing(kernel: CellKernel) -> None:
+    cells = [
+        kernel.run("%matplotlib --list"),
+        kernel.run("!echo shell"),
+        kernel.run("listing = !echo a b\nlisting.n"),
+        kernel.run("len?"),
+        kernel.run("??len"),
+        kernel.run("%%bash\nundefined_in_bash=1\necho $undefined_in_bash"),
+        kernel.run("%%html\n<b>not python</b>"),
+        kernel.run("%%writefile notes.txt\nnot: python: at all"),
+        kernel.run("import os\nimport sys\nx = 1;"),  # I001 order, F401 newest, E703
+        kernel.run("import json\nos.getcwd()"),  # E402: every cell after the first
+        kernel.run("import asyncio\nawait asyncio.sleep(0)"),  # top-level await
+        kernel.run("x"),  # the cell's value is its last expression
+    ]
+    assert [ours(c) for c in cells] == [[]] * len(cells), [c.outputs for c in cells]
+
+
+def test_rerunning_a_cell_with_a_new_signature_updates_the_next_check(
+    kernel: CellKernel,
+) -> None:
+    kernel.run("def area(w: int, h: int) -> int:\n    return w * h", cell_id="define")
+    use = kernel.run("total = area(2, 3)", cell_id="use")
+    assert use.outputs == []
+    rerun = kernel.run("def area(w: int) -> int:\n    return w", cell_id="define")
+    assert rerun.displays == [block(
+        f"cell [{use.count}]",
+        "ERROR [1:17] Too many positional arguments to function `area`: expected 1, got 2 "
+        "[too-many-positional-arguments] (ty)",
+    )]
+    fixed = kernel.run("total = area(2)", cell_id="use")
+    assert fixed.displays == [f"fixed 1 error in cell [{fixed.count}]"]
+
+
+def test_a_syntax_error_is_located_at_the_cells_own_line(kernel: CellKernel) -> None:
+    kernel.run("a = 1\nb = 2")
+    broken = kernel.run("x = 1\ny = (2,\n")
+    assert broken.error is not None and broken.error[0] == "SyntaxError"
+    assert broken.displays == [block(
+        f"cell [{broken.count}]", "ERROR [2:5] '(' was never closed [SyntaxError] (ipylsp-syntax)"
+    )]
+    after = kernel.run("print(a + b)")  # the broken cell ran nothing and is left out
+    assert after.outputs == [{"output_type": "stream", "name": "stdout", "text": "3\n"}]
+
+
+def test_preflight_by_magic_function_and_tool(kernel: CellKernel) -> None:
+    kernel.run("def f(x: int) -> int:\n    return x\nvalue = 3")
+    expected = block(
+        "cell [ ]",
+        "ERROR [1:3] Argument to function `f` is incorrect: Expected `int`, found "
+        '`Literal["s"]` [invalid-argument-type] (ty)',
+    )
+    line = kernel.run("%lsp check_cell f('s')")
+    body = kernel.run("%%lsp check_cell\nf('s')")
+    api = kernel.run("import ipylsp\nipylsp.check_cell(\"f('s')\")")
+    tool = kernel.run(
+        "from ipylsp.agent import call_tool\n"
+        "print(call_tool('lsp_check_cell', {'code': \"f('s')\"}).text)"
+    )
+    assert [line.result, body.result, api.result] == [expected] * 3
+    assert tool.stdout == expected + "\n"
+    clean = kernel.run("%lsp check_cell f(value)")
+    assert clean.result == "the cell: no new problems (nothing was run)"
+    # nothing ran: `f('s')` never became part of the history
+    later = kernel.run("print(f(value))")
+    assert later.outputs == [{"output_type": "stream", "name": "stdout", "text": "3\n"}]
+    bad = kernel.run("%lsp check_cell")
+    assert bad.stderr.startswith("UsageError: %lsp check_cell: no code")
+    wrong = kernel.run("%%lsp status\nbody")
+    assert wrong.stderr == "UsageError: %%lsp: only `%%lsp check_cell` takes a cell body\n"
+
+
+def test_check_cells_off_and_the_history_cap(kernel: CellKernel) -> None:
+    kernel.run("%config IPyLSP.check_cells = False")
+    assert kernel.run("print(nowhere_defined_name)").displays == []
+    kernel.run("%config IPyLSP.check_cells = True")
+    kernel.run("%config IPyLSP.cell_history = 3")
+    kernel.run("from_old_cell = 1")
+    for n in range(4):
+        kernel.run(f"n{n} = {n}")
+    size = kernel.run(
+        "from ipylsp.ipython.extension import current\n"
+        "print(len(current(get_ipython()).cells.session.history.cells))"
+    )
+    assert size.stdout == "3\n"
+    # the oldest cell left the document; the name it bound is still known from the kernel
+    assert kernel.run("print(from_old_cell)").displays == []
+
+
+def test_the_first_cell_after_load_ext_does_not_wait_for_a_server(tmp_path: Path) -> None:
+    """A server that takes 3 s to initialize: the first cell's check is cut at once (the
+    server is still starting after the cell), and its problem comes with the next cell."""
+    ws = seed_workspace(tmp_path)
+    slow = [sys.executable, str(FAKE_SERVER), "--slow-initialize-ms", "3000", "--lifetime-s", "60"]
+    with CellKernel(kernel_dir_for(tmp_path), ws) as k:
+        k.run("%config IPyLSP.check_cells = False")
+        k.run("%load_ext ipylsp")
+        k.run(f"%config IPyLSP.custom_servers = {{'slow': {{'command': {slow!r}, "
+              "'languages': ['python']}}")
+        k.run("%config IPyLSP.language_servers = {'python': ['slow']}")
+        k.run("%config IPyLSP.check_cells = True")
+        first = k.run("x = 1  # ERROR:bad")
+        status = k.run("import ipylsp\nprint(ipylsp.status()[0].state)")
+        assert (first.outputs, status.stdout) == ([], "starting\n")
+        later = [
+            k.run("_ = ipylsp.get_service().start('w.py')"),  # waits on the start (no polling)
+            k.run("y = 2"),
+        ]
+    # the check of the first cell after the start catches up (that cell's own check may still
+    # be cut when the server answers after its 50 ms; then the next one does): exactly once
+    shown = [text for cell in later for text in ours(cell)]
+    assert shown == [block(f"cell [{first.count}]", "ERROR [1:10] bad [E1] (fake)")]
+    (caught_up,) = [payload(c) for c in later if ours(c)]
+    assert caught_up["files"][0]["cell"] == first.count
