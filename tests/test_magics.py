@@ -240,6 +240,17 @@ HELP = {
         '  --severity {error,warning,all}\n'
         '                        default: IPyLSP.severity\n'
     ),
+    'check_cell': (
+        'usage: %lsp check_cell [-h] [code ...]\n'
+        '\n'
+        'what CODE would introduce if it ran now as a cell (nothing runs)\n'
+        '\n'
+        'positional arguments:\n'
+        "  code        the code, as written; as a cell magic: the cell's body\n"
+        '\n'
+        'options:\n'
+        '  -h, --help  show this help message and exit\n'
+    ),
     'diagnostics': (
         'usage: %lsp diagnostics [-h] [path]\n'
         '\n'
@@ -317,7 +328,7 @@ HELP = {
     'on': (
         'usage: %lsp on [-h]\n'
         '\n'
-        'check files written by cells\n'
+        'check cells and the files they write\n'
         '\n'
         'options:\n'
         '  -h, --help  show this help message and exit\n'
@@ -325,7 +336,7 @@ HELP = {
     'off': (
         'usage: %lsp off [-h]\n'
         '\n'
-        'stop checking files written by cells\n'
+        'stop checking cells and the files they write\n'
         '\n'
         'options:\n'
         '  -h, --help  show this help message and exit\n'
@@ -537,8 +548,8 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
     ("line", "reason"),
     [
         ("bogus", "%lsp: argument SUBCOMMAND: invalid choice: 'bogus' (choose from 'status', "
-         "'list', 'install', 'which', 'start', 'stop', 'restart', 'check', 'diagnostics', "
-         "'hover', 'definition', 'references', 'completions', 'symbols', 'pending', 'on', "
+         "'list', 'install', 'which', 'start', 'stop', 'restart', 'check', 'check_cell', "
+         "'diagnostics', 'hover', 'definition', 'references', 'completions', 'symbols', 'pending', 'on', "
          "'off')"),
         ("status extra", "%lsp: unrecognized arguments: extra"),
         ("'unbalanced", "%lsp: No closing quotation"),
@@ -593,6 +604,9 @@ TOP_HELP = (
     '    stop       stop servers (all, or one id)\n'
     '    restart    restart servers (all, or one id)\n'
     "    check      what a file's text introduced (all, with --all)\n"
+    '    check_cell\n'
+    '               what CODE would introduce if it ran now as a cell (nothing\n'
+    '               runs)\n'
     '    diagnostics\n'
     '               last known diagnostics (no round trip)\n'
     '    hover      hover at PATH:LINE:COL (1-based)\n'
@@ -604,8 +618,8 @@ TOP_HELP = (
     '               completions at PATH:LINE:COL (1-based)\n'
     '    symbols    the symbols of a file\n'
     '    pending    problems not yet handed over, then forget them\n'
-    '    on         check files written by cells\n'
-    '    off        stop checking files written by cells\n'
+    '    on         check cells and the files they write\n'
+    '    off        stop checking cells and the files they write\n'
     '\n'
     'options:\n'
     '  -h, --help   show this help message and exit\n'

@@ -85,10 +85,11 @@ def _parser() -> _Parser:
         "--severity", choices=("error", "warning", "all"), help="default: IPyLSP.severity"
     )
     check_cell = add(
-        "check_cell", "what CODE would introduce if it ran now as a cell (nothing runs); "
-        "%%lsp check_cell checks the cell's body"
+        "check_cell", "what CODE would introduce if it ran now as a cell (nothing runs)"
     )
-    check_cell.add_argument("code", nargs="*", help="the code (or the body of %%%%lsp check_cell)")
+    check_cell.add_argument(
+        "code", nargs="*", help="the code, as written; as a cell magic: the cell's body"
+    )
     diagnostics = add("diagnostics", "last known diagnostics (no round trip)")
     diagnostics.add_argument("path", nargs="?", help="one file (default: all checked)")
     for name in FEATURES:
@@ -99,8 +100,8 @@ def _parser() -> _Parser:
     symbols = add("symbols", "the symbols of a file")
     symbols.add_argument("path", help="the file")
     add("pending", "problems not yet handed over, then forget them")
-    add("on", "check files written by cells")
-    add("off", "stop checking files written by cells")
+    add("on", "check cells and the files they write")
+    add("off", "stop checking cells and the files they write")
     return parser
 
 

@@ -25,6 +25,7 @@ from ipylsp.lsp.client import FILE_CREATED, ClientError
 from ipylsp.service import others
 from ipylsp.service import runs as runs_mod
 from ipylsp.service.checker import Checker, FilePlan, ServerOutcome
+from ipylsp.service.pool import BRIEF_CHECK
 from ipylsp.service.reports import display_path, merge_reports
 from ipylsp.service.resolver import BatchLookups
 from ipylsp.service.runs import Job, ServerRun
@@ -69,6 +70,7 @@ async def check(
     limit: int | None = None,
 ) -> BatchResult:
     """Check `files` as one batch; see the module docstring. Never raises for a server."""
+    BRIEF_CHECK.set(budget < checker.settings.wait_budget)  # this task's context only
     result = BatchResult()
     chosen, result.rest = choose(files, limit)
     lookups = BatchLookups(checker.resolver)
@@ -238,7 +240,7 @@ async def _settle(
         )
         if run.answered:
             checker.pool.record_success(run.slot)
-        elif timed_out and budget >= checker.settings.wait_budget:
+        elif timed_out and not BRIEF_CHECK.get():
             # nothing at all in a whole budget (a check that chose to wait less, such as a
             # cell's first check while servers start, proves nothing about the server)
             await checker.pool.record_timeout(run.slot)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,11 @@ from ipylsp.spec import ServerSpec
 log = logging.getLogger(__name__)
 
 Key = tuple[str, Path]
+
+BRIEF_CHECK: contextvars.ContextVar[bool] = contextvars.ContextVar("brief_check", default=False)
+"""Set by a check that chose to wait less than the budget (a cell's first check while servers
+start): a start it does not see finish has not outlived a budget, and later checks still wait
+for it."""
 
 
 @dataclass
@@ -124,9 +130,7 @@ class ClientPool:
         await asyncio.wait({starting}, timeout=max(deadline - time.monotonic(), 0))
         if not starting.done():
             waited = time.monotonic() - slot.start_began
-            # Only a whole budget counts: a check that chose to wait less (a cell's first
-            # check while servers start) must not make later checks give up at once.
-            if waited >= self.settings.wait_budget:
+            if not BRIEF_CHECK.get():
                 slot.start_outlived_budget = True
             raise ClientError(
                 UnknownReason.TIMED_OUT,
