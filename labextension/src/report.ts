@@ -121,9 +121,16 @@ function renderRow(
   const node = element('div', `jp-ipylsp-row jp-ipylsp-${first.severity}`);
   node.dataset.line = String(first.line);
   node.dataset.column = String(first.column);
-  const where = `${file.path}:${first.line}:${first.column}`;
+  const inCell = typeof file.cell === 'number';
+  // a cell's problems are located as `cell [n] line:col`: the cell is in the notebook already
+  const where = inCell
+    ? `${file.path} ${first.line}:${first.column}`
+    : `${file.path}:${first.line}:${first.column}`;
   let location: HTMLElement;
-  if (target !== null) {
+  if (inCell) {
+    location = element('span', 'jp-ipylsp-location jp-ipylsp-cell', where);
+    location.title = `line ${first.line}, column ${first.column} of the cell run as ${file.path}`;
+  } else if (target !== null) {
     const button = element('button', 'jp-ipylsp-location', where);
     button.type = 'button';
     button.title = `Open ${target} at line ${first.line}, column ${first.column}`;

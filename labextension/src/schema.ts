@@ -34,6 +34,8 @@ export interface IUnknown {
 export interface IFileReport {
   path: string;
   absolute_path: string;
+  /** A notebook cell's entry: its execution count (`path` is then "cell [n]"). */
+  cell?: number;
   servers: string[];
   diagnostics: IDiagnostic[];
   fixed: IDiagnostic[];

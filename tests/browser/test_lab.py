@@ -272,3 +272,37 @@ def test_cuts_unknown_servers_and_notes_say_what_text_plain_says(lab: Lab, page:
     expect(out.locator(":scope > .jp-ipylsp-unknown")).to_have_text(expected["check_unknown"])
     expect(out.locator(":scope > .jp-ipylsp-note")).to_have_text(expected["note"])
     screenshot(page, "cuts-unknown-notes")
+
+
+def test_live_cell_problems_are_located_in_cells(lab: Lab, page: Page) -> None:
+    """A cell's own code, run in JupyterLab (which sends each cell's id): the problem a later
+    call introduced renders as `cell [n] line:col` (not a link: the cell is right there), and
+    re-running the defining cell with a new signature replaces it in place, so its report
+    says the later call is fixed."""
+    warm = "import ipylsp\n_ = ipylsp.get_service().start('warm.py')"  # no cut first checks
+    notebook(lab.root, "cells.ipynb", [SETUP, warm, "def f(x: int) -> int: return x", "f('s')"],
+             execute=False)
+    open_in_lab(page, lab, "cells.ipynb")
+    expect(page.locator("#jp-main-statusbar").get_by_text(re.compile(r"\| Idle$"))).to_have_count(
+        1, timeout=60_000
+    )
+    for index in range(4):
+        run_cell(page, index)
+    call = page.locator(".jp-Notebook .jp-Cell").nth(3)
+    expect(call.locator(".jp-ipylsp-file-header")).to_have_text("cell [4] (ty, ruff)",
+                                                                timeout=LIVE_TIMEOUT)
+    expect(call.locator(".jp-ipylsp-row")).to_have_text([
+        'ERROR cell [4] 1:3 Argument to function `f` is incorrect: Expected `int`, found '
+        '`Literal["s"]` [invalid-argument-type] (ty)'
+    ])
+    expect(call.locator(".jp-ipylsp-row button")).to_have_count(0)
+    screenshot(page, "live-cell-report")
+
+    define = page.locator(".jp-Notebook .jp-Cell").nth(2)
+    define.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("def f(x: str) -> str: return x")
+    page.keyboard.press("Shift+Enter")
+    expect(define.locator(".jp-ipylsp-fixed")).to_have_text("fixed 1 error in cell [4]",
+                                                           timeout=LIVE_TIMEOUT)
+    screenshot(page, "live-cell-fixed")
