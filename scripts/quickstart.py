@@ -9,8 +9,8 @@ written to the checkout. Every code cell is printed with the `text/plain` of its
 (streams, results, displays; errors with their traceback). The Python servers are the embedded
 default, ty + ruff from PyPI, so no node is needed.
 
-Exit status: 0 when every cell ran and the notebook showed a `<diagnostics>` report and a
-"fixed" line; 1 otherwise (a cell raised, the kernel died, or a report is missing); 2 when the
+Exit status: 0 when every cell ran and the notebook showed a `<diagnostics>` report, a
+"fixed" line and a cell's code checked before it ran; 1 otherwise (a cell raised, the kernel died, or a report is missing); 2 when the
 notebook cannot be run at all (nbclient or ipykernel missing).
 """
 
@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         failure = "no <diagnostics> report in the outputs"
     if not failure and not re.search(r"^fixed \d+ ", everything, re.MULTILINE):
         failure = 'no "fixed ..." line in the outputs'
+    if not failure and '<diagnostics file="cell [ ]">' not in everything:
+        failure = "no report of a cell's code in the outputs (%lsp check_cell)"
 
     if failure:
         print(f"\nquickstart: FAILED: {failure}", file=sys.stderr)
@@ -139,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         if tail:
             print("kernel log (last lines):\n" + "\n".join(tail), file=sys.stderr)
     else:
-        print("\nquickstart: ok (the broken write was reported, the fix said what it fixed)")
+        print("\nquickstart: ok (the broken write was reported, the fix said what it fixed, "
+              "and a cell's code was checked before it ran)")
     if args.keep:
         print(f"quickstart: kept {top}")
     else:
