@@ -30,7 +30,7 @@ UNDEFINED_NAME = frozenset({
 UNRESOLVED_IMPORT = frozenset({
     "unresolved-import", "reportMissingImports", "reportMissingModuleSource",
 })
-NEVER_IN_CELLS = frozenset({"I001", "E402", "E703", "F811", "reportRedeclaration"})
+NEVER_IN_CELLS = frozenset({"I001", "E402", "E703", "F811", "reportRedeclaration", "PIE790"})
 UNUSED_IMPORT = frozenset({"F401", "reportUnusedImport"})
 UNUSED_EXPRESSION = frozenset({"B018", "reportUnusedExpression", "reportUnusedCallResult"})
 _AWAIT = re.compile(r"\bawait\b")
