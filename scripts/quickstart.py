@@ -10,8 +10,9 @@ written to the checkout. Every code cell is printed with the `text/plain` of its
 default, ty + ruff from PyPI, so no node is needed.
 
 Exit status: 0 when every cell ran and the notebook showed a `<diagnostics>` report, a
-"fixed" line and a cell's code checked before it ran; 1 otherwise (a cell raised, the kernel died, or a report is missing); 2 when the
-notebook cannot be run at all (nbclient or ipykernel missing).
+"fixed" line and a cell's code checked before it ran; 1 otherwise (a cell raised, the kernel
+died, or a report is missing); 2 when the notebook cannot be run at all (nbclient or ipykernel
+missing).
 """
 
 from __future__ import annotations

@@ -92,9 +92,12 @@ def test_a_rerun_replaces_its_cell_in_place_and_places_map_back() -> None:
 
 
 def test_a_top_level_raise_does_not_make_later_cells_unreachable() -> None:
-    cell = make_cell("a", 1, "x = 1\nraise ValueError(x)\nif x:\n    raise KeyError")
+    cell = make_cell("a", 1, "x = 1\nraise ValueError(x)\nwith x:\n    raise KeyError\n"
+                             "if x: raise OSError\ndef f():\n    raise TypeError")
     assert cell.neutral.text.split("\n") == [
-        "x = 1", "if __ipylsp_any__(): raise ValueError(x)", "if x:", "    raise KeyError",
+        "x = 1", "if __ipylsp_any__(): raise ValueError(x)", "with x:",
+        "    if __ipylsp_any__(): raise KeyError", "if x: raise OSError", "def f():",
+        "    raise TypeError",
     ]
     document = CellHistory().with_cell(cell).document()
     line = document.starts[0] + 1
@@ -102,6 +105,16 @@ def test_a_top_level_raise_does_not_make_later_cells_unreachable() -> None:
     ((_, (moved,)),) = by_cell([_diag(line, column, column + 1, "F821")], document, Kernel(),
                                "a").values()
     assert (moved.range.start.line, moved.range.start.column) == (1, len("raise ValueError("))
+
+
+def test_a_name_error_the_cell_catches_is_its_own_business() -> None:
+    cell = make_cell("a", 1, "try:\n    input = raw_input\nexcept:\n    pass\n"
+                             "try:\n    y = z\nexcept KeyError:\n    pass")
+    document = CellHistory().with_cell(cell).document()
+    at = document.starts[0]
+    found = by_cell([_diag(at + 1, 12, 21, "F821"), _diag(at + 5, 8, 9, "F821")], document,
+                    Kernel(), "a")
+    assert [d.range.start.line for _, ds in found.values() for d in ds] == [5]
 
 
 def test_history_cap_and_unparsable_cells() -> None:

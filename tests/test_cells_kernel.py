@@ -239,3 +239,22 @@ def test_the_first_cell_after_load_ext_does_not_wait_for_a_server(tmp_path: Path
     assert shown == [block(f"cell [{first.count}]", "ERROR [1:10] bad [E1] (fake)")]
     (caught_up,) = [payload(c) for c in later if ours(c)]
     assert caught_up["files"][0]["cell"] == first.count
+
+
+def test_a_slower_server_checks_cells_once_started(tmp_path: Path) -> None:
+    """basedpyright answers a cell in more than the 50 ms of a check while servers start:
+    once it runs, the cells' checks wait for it like any check (not cut forever)."""
+    ws = seed_workspace(tmp_path)
+    with CellKernel(kernel_dir_for(tmp_path), ws) as k:
+        k.run("%load_ext ipylsp")
+        k.run('%config IPyLSP.language_servers = {"python": ["basedpyright", "ruff"]}')
+        k.run("import ipylsp\n_ = ipylsp.get_service().start('warm.py')")
+        k.run("def f(x: int) -> int:\n    return x")
+        calls = {letter: k.run(f"f('{letter}')") for letter in "st"}
+    for letter, call in calls.items():
+        assert call.displays == [block(
+            f"cell [{call.count}]",
+            f'ERROR [1:3] Argument of type "Literal[\'{letter}\']" cannot be assigned to '
+            f'parameter "x" of type "int" in function "f"; "Literal[\'{letter}\']" is not '
+            'assignable to "int" [reportArgumentType] (basedpyright)',
+        )]

@@ -71,11 +71,7 @@ SKIPPED = {
 }
 
 # Notebooks where ipylsp is known to break the rule: a strict xfail (it fails once fixed).
-KNOWN = {
-    "Disable Stdin.ipynb": "a NameError caught in the cell (`try: input = raw_input` / bare "
-    "`except: pass`, the Python 2 idiom) is still reported as undefined (ty + ruff F821): "
-    "locate.py does not quiet names read in a `try` body whose handler catches NameError",
-}
+KNOWN: dict[str, str] = {}
 
 SEEN: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
 """(severity, code, source, message) of every diagnostic the sweep saw, over all notebooks."""

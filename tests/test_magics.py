@@ -549,8 +549,8 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
     [
         ("bogus", "%lsp: argument SUBCOMMAND: invalid choice: 'bogus' (choose from 'status', "
          "'list', 'install', 'which', 'start', 'stop', 'restart', 'check', 'check_cell', "
-         "'diagnostics', 'hover', 'definition', 'references', 'completions', 'symbols', 'pending', 'on', "
-         "'off')"),
+         "'diagnostics', 'hover', 'definition', 'references', 'completions', 'symbols', "
+         "'pending', 'on', 'off')"),
         ("status extra", "%lsp: unrecognized arguments: extra"),
         ("'unbalanced", "%lsp: No closing quotation"),
         ("hover", "%lsp hover: the following arguments are required: PATH:LINE:COL"),

@@ -58,7 +58,6 @@ class CellHook:
         self._shell = shell
         self._service = service
         self._session: CellSession | None = None
-        self._warm = False
 
     @property
     def session(self) -> CellSession:
@@ -73,13 +72,12 @@ class CellHook:
 
     def check(self, cell: RanCell, progress: Callable[[str], None] | None = None) -> Report:
         session = self.session
-        timeout = None if self._warm else COLD_BUDGET
+        brief = self._service().starting(session.path)
         report = session.run(
-            cell.source, count=cell.count, cell_id=cell.cell_id, timeout=timeout,
-            progress=progress if self._warm else None,
+            cell.source, count=cell.count, cell_id=cell.cell_id,
+            timeout=COLD_BUDGET if brief else None, progress=None if brief else progress,
         )
-        if self._warm or not _starting(report):
-            self._warm = True
+        if not brief or not _starting(report):
             return report
         # Said nowhere: the next cell's check includes this one's problems (a line saying
         # so under every first cell would be noise in a notebook that has none).

@@ -28,7 +28,7 @@ from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
 from ipylsp.service.late import LateAnswers
 from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
-from ipylsp.service.pool import ClientPool, SlotStatus
+from ipylsp.service.pool import ClientPool, Slot, SlotStatus
 from ipylsp.service.reports import common_root, error_count, failed_files, known_report
 from ipylsp.service.subscribers import ReportSink, Subscriber
 from ipylsp.settings import Settings
@@ -403,6 +403,22 @@ class Service:
         count = self._loop.run(self._pool.restart(server_id), 30.0)
         self._publish_status()
         return count
+
+    def starting(self, path: str | os.PathLike[str]) -> bool:
+        """Whether a server for `path` has yet to start (not started, or starting): a caller
+        that must not wait for a start (a cell's check) then waits briefly instead."""
+        if self._loop is None or not self._loop.running:
+            return True
+        return bool(self._loop.run(self._starting(self._normalize(path)), 5.0))
+
+    async def _starting(self, path: Path) -> bool:
+        resolver = self._checker.resolver
+        running = {server_id for server_id, _ in resolver.running(path)}
+        for spec in resolver.servers(path):
+            slot = None if spec.id in running else resolver.slot(spec, path)
+            if isinstance(slot, Slot) and slot.broken is None:
+                return True
+        return False
 
     def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
         """Start (or confirm) every server that serves `path`; one status line per server."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from ipylsp.analysis.cells.neutralize import NeutralCell, neutralize
@@ -40,6 +41,12 @@ class Cell:
     """Names the cell reads anywhere."""
     binds: frozenset[str] = frozenset()
     """Names the cell binds at module level (what the kernel's namespace got from it)."""
+    guarded: tuple[tuple[int, int], ...] = ()
+    """0-based line spans of `try` bodies whose handler catches NameError: a name missing
+    there is what the cell handles (`try: input = raw_input` / `except: pass`)."""
+
+    def guards(self, line: int) -> bool:
+        return any(first <= line <= last for first, last in self.guarded)
 
     @property
     def label(self) -> str:
@@ -57,7 +64,8 @@ def make_cell(key: str, count: int | None, source: str) -> Cell:
     names = _Names()
     names.visit(tree)
     return Cell(
-        key, count, source, neutral, True, last, frozenset(names.loads), frozenset(names.binds)
+        key, count, source, neutral, True, last, frozenset(names.loads), frozenset(names.binds),
+        _name_error_guards(tree),
     )
 
 
@@ -135,19 +143,54 @@ def _capped(cells: list[Cell], cap: int) -> tuple[Cell, ...]:
     return tuple(cells)
 
 
+def _module_flow(node: ast.AST) -> Iterator[ast.AST]:
+    """The statements the cell runs itself: everything but function and class bodies."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                  ast.Lambda)):
+            yield from _module_flow(child)
+
+
+_CATCHES_NAME_ERROR = frozenset({"NameError", "Exception", "BaseException"})
+
+
+def _name_error_guards(tree: ast.Module) -> tuple[tuple[int, int], ...]:
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and node.body and any(
+            _catches_name_error(h.type) for h in node.handlers
+        ):
+            last = node.body[-1]
+            spans.append((node.body[0].lineno - 1, (last.end_lineno or last.lineno) - 1))
+    return tuple(spans)
+
+
+def _catches_name_error(kind: ast.expr | None) -> bool:
+    if kind is None:  # a bare `except:`
+        return True
+    kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return any(isinstance(k, ast.Name) and k.id in _CATCHES_NAME_ERROR for k in kinds)
+
+
 RAISE_GUARD = "if __ipylsp_any__(): "
-"""Put before a cell's top-level `raise`: the kernel goes on with the next cell, so the
-document must too (a checker does not look at code after an unconditional raise)."""
+"""Put before a `raise` in a cell's own flow (not in a function or class): the kernel goes on
+with the next cell, so the document must too (a checker does not look at code after an
+unconditional raise, e.g. `with out: raise ValueError()`)."""
 
 
 def _reachable_after(neutral: NeutralCell, tree: ast.Module) -> NeutralCell:
-    raises = [s.lineno - 1 for s in tree.body if isinstance(s, ast.Raise) and s.col_offset == 0]
+    lines = neutral.text.split("\n")
+    raises = [
+        node.lineno - 1 for node in _module_flow(tree) if isinstance(node, ast.Raise)
+        and not lines[node.lineno - 1][: node.col_offset].strip()  # the line's first statement
+    ]
     if not raises:
         return neutral
-    lines = neutral.text.split("\n")
     offsets = list(neutral.column_offsets)
     for line in raises:
-        lines[line] = RAISE_GUARD + lines[line]
+        indent = len(lines[line]) - len(lines[line].lstrip())
+        lines[line] = lines[line][:indent] + RAISE_GUARD + lines[line][indent:]
         offsets[line] -= len(RAISE_GUARD)
     return replace(neutral, text="\n".join(lines), column_offsets=tuple(offsets))
 

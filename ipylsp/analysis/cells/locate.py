@@ -4,7 +4,8 @@ A diagnostic is moved to its cell's coordinates (`CellDocument.place`) and dropp
 in the header (the prelude is ours), or when it is noise for cells:
 
 - a name the kernel's namespace holds is never undefined (`exec`, `%run`, `globals()[...]`,
-  star imports, a cell that failed halfway all bind names no server can see);
+  star imports, a cell that failed halfway all bind names no server can see), nor one used
+  in a `try` body whose handler catches NameError (the cell handles it);
 - a module the kernel imported is never unresolved (the import ran);
 - import order (I001), imports not at the top (E402: every cell after the first), useless
   semicolons (E703: `plt.plot();` hides the value), redefinitions across cells (F811, pyright's
@@ -76,7 +77,8 @@ def _quiet(
         return True
     if code in UNDEFINED_NAME:
         name = _NAME.match(text)
-        return name is None or name.group(0).split(".")[0] in kernel.names
+        return (name is None or name.group(0).split(".")[0] in kernel.names
+                or cell.guards(line))
     if code in UNRESOLVED_IMPORT:
         module = _NAME.match(text)
         return module is None or module.group(0) in kernel.modules
