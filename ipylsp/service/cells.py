@@ -172,12 +172,17 @@ def _in_cells(
     if doc is None:
         return checked
     introduced = by_cell(doc.diagnostics, after, kernel, newest.key)
-    current = by_cell(doc.current, after, kernel, newest.key)
     fixed = by_cell(doc.fixed, before, kernel, newest.key)
-    order = [newest.key] + [c.key for c in after.cells if c.key != newest.key]
+    shown = {newest.key, *introduced, *fixed}
+    current = by_cell(  # only for the cells shown: the document has every cell's problems
+        (d for d in doc.current if (p := after.place(d.range.start.line)) and p.cell.key in shown),
+        after, kernel, newest.key,
+    )
+    cells = {c.key: c for c in after.cells}
+    order = [newest.key] + [c.key for c in after.cells if c.key != newest.key and c.key in shown]
     files: list[FileReport] = []
     for key in order:
-        cell = next((c for c in after.cells if c.key == key), None)
+        cell = cells.get(key)
         if cell is None:
             continue
         mine = introduced.get(key, (cell, []))[1]
