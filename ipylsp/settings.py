@@ -100,10 +100,10 @@ class Settings:
     bigger outputs: jupyter-ai-tools stubs a cell's outputs over 10,000 JSON characters); the
     cut is announced. 0 means no limit."""
     max_answer_chars: int = 4000
-    cell_history: int = 200
-    """Executed cells the notebook's cell document keeps (the oldest go first); 0: all."""
     """Characters of one agent tool answer (`ipylsp.agent`); what does not fit ends with
     `... N more`. 0 means no limit."""
+    cell_history: int = 200
+    """Executed cells the notebook's cell document keeps (the oldest go first); 0: all."""
     language_servers: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_LANGUAGE_SERVERS)
     )

@@ -52,12 +52,24 @@ from tests.real_servers import DATA_DIR
         ("%%capture out\nprint(1)", "out = __ipylsp_any__()\nprint(1)"),
         ("%%time\n%time y = 2\nz = y", "\ny = 2\nz = y"),
         ("\n%%timeit\nf(1)", "\n\nf(1)"),
+        ("%%timeit -n 3 x = g()\nx + 1", "x = g()\nx + 1"),
+        ("%%capture out --no-stdout\nf()", "out = __ipylsp_any__()\nf()"),
+        ("%%capture --no-display out\nf()", "out = __ipylsp_any__()\nf()"),
+        ("from __future__ import annotations\nx: C", "pass\nx: C"),
+        ("  a = 1\n  %time b = a", "a = 1\nb = a"),
+        ("# C:\\\n%matplotlib inline", "# C:\\\npass"),
+        ("a = 1\r\nb = 2", "a = 1\nb = 2"),
     ],
 )
 def test_neutralize_keeps_every_line(source: str, expected: str) -> None:
     neutral = neutralize(source)
     assert neutral.text == expected
     assert neutral.text.count("\n") == source.count("\n")
+
+
+def test_offsets_of_dedented_and_setup_lines() -> None:
+    assert neutralize("  a = 1\n  %time b = a").column_offsets == (2, 2 + len("%time "))
+    assert neutralize("%%timeit -n 3 x = g()\nx").column_offsets == (len("%%timeit -n 3 "), 0)
 
 
 def test_time_magic_columns_map_back() -> None:
@@ -77,10 +89,17 @@ def test_logical_starts_skip_strings_brackets_and_continuations() -> None:
 
 def test_a_rerun_replaces_its_cell_in_place_and_places_map_back() -> None:
     history = CellHistory()
-    for key, count, source in [("a", 1, "def f(x: int) -> int:\n    return x"),
-                               ("b", 2, "f('s')"), ("a", 3, "def f(x: str) -> str:\n    return x")]:
+    for key, count, source in [("id:a", 1, "def f(x: int) -> int:\n    return x"),
+                               ("id:b", 2, "f('s')"),
+                               ("id:a", 3, "def f(x: str) -> str:\n    return x")]:
         history = history.with_cell(make_cell(key, count, source))
-    assert [(c.key, c.count) for c in history.cells] == [("a", 3), ("b", 2)]
+    assert [(c.key, c.count) for c in history.cells] == [("id:a", 3), ("id:b", 2)]
+    # no id (the console, nbclient): the same source run again is run last
+    again = CellHistory()
+    for key, count, source in [("src:1", 1, "total = 0"), ("src:2", 2, "total = 'label'"),
+                               ("src:1", 3, "total = 0")]:
+        again = again.with_cell(make_cell(key, count, source))
+    assert [(c.key, c.count) for c in again.cells] == [("src:2", 2), ("src:1", 3)]
     document = history.document("import os\n")
     lines = document.text.split("\n")
     second = document.starts[1]
@@ -115,6 +134,11 @@ def test_a_name_error_the_cell_catches_is_its_own_business() -> None:
     found = by_cell([_diag(at + 1, 12, 21, "F821"), _diag(at + 5, 8, 9, "F821")], document,
                     Kernel(), "a")
     assert [d.range.start.line for _, ds in found.values() for d in ds] == [5]
+    # `except Exception` is how notebooks print errors: a typo there is still reported
+    broad = CellHistory().with_cell(make_cell("b", 2, "try:\n    n = len(dataa)\n"
+                                                      "except Exception as e:\n    print(e)"))
+    line = broad.document().starts[0] + 1
+    assert by_cell([_diag(line, 12, 17, "F821")], broad.document(), Kernel(), "b")
 
 
 def test_history_cap_and_unparsable_cells() -> None:
@@ -193,6 +217,35 @@ def test_stub_prelude_gives_live_types_where_exact() -> None:
         "import posixpath as op",
         f"p: __ipylsp_m0__.{type(pathlib.Path('x')).__name__} = __ipylsp_any__()",
     ]
+
+
+class _Meta(type):
+    @property
+    def __module__(cls) -> str:  # type: ignore[override]
+        raise RuntimeError("a metaclass that raises")
+
+
+class _Raising(metaclass=_Meta):
+    pass
+
+
+def test_stub_prelude_never_raises_nor_runs_module_code() -> None:
+    import types
+
+    lazy = types.ModuleType("lazy_mod")
+    loaded: list[str] = []
+
+    def getattr_hook(name: str) -> object:
+        loaded.append(name)
+        raise ImportError(name)
+
+    lazy.__getattr__ = getattr_hook  # type: ignore[method-assign]
+    namespace = {"weird": _Raising, "lazy": lazy}
+    assert stub_prelude(namespace, ["lazy", "weird"]).splitlines() == [
+        "lazy: __ipylsp_Any__ = __ipylsp_any__()",  # not importable under its own name
+        "weird: __ipylsp_Any__ = __ipylsp_any__()",
+    ]
+    assert loaded == []
 
 
 # -- CellSession on real ty + ruff -----------------------------------------------------------------
@@ -297,3 +350,35 @@ def test_a_file_write_that_breaks_cell_code_is_reported_under_the_cell(
         "[too-many-positional-arguments] (ty)",
         "</diagnostics>",
     ]
+
+
+def test_fixed_problems_are_located_in_the_document_they_were_in(service: Service) -> None:
+    """The prelude grows between two checks (a name only the kernel holds): what the re-run
+    fixed is still located in the cell it was in, and an unused import is never 'fixed'."""
+    namespace: dict[str, object] = {}
+
+    def view() -> KernelView:
+        names = frozenset(namespace) | frozenset(dir(__builtins__))
+        return KernelView(Kernel(names, frozenset()), lambda w: stub_prelude(namespace, w))
+
+    cells = service.cells
+    cells.view = view
+    cells.run("import os\ndef f(x: int) -> int:\n    return x", count=1, cell_id="a")
+    broken = cells.run("print(os.sep)\nf('s')", count=2, cell_id="b")
+    assert [(f.display_path, d.range.start.line) for f in broken.files
+            for d in f.diagnostics] == [("cell [2]", 1)]
+    namespace["helper_fn"] = len
+    rerun = cells.run("import os\ndef f(x: str) -> str:\n    return x\nhelper_fn", count=3,
+                      cell_id="a")
+    assert format_text(rerun) == "fixed 1 error in cell [2]"
+    ((entry,),) = [f.fixed for f in rerun.files]
+    assert (entry.code, entry.range.start.line, entry.range.start.column) == (
+        "invalid-argument-type", 1, 2)
+
+
+def test_a_preflight_leaves_the_next_runs_baseline(service: Service) -> None:
+    cells = service.cells
+    cells.run("x = 1", count=1)
+    proposed = cells.preflight("len(1, 2)")
+    ran = cells.run("len(1, 2)", count=2)
+    assert format_text(ran) == format_text(proposed).replace("cell [ ]", "cell [2]") != ""

@@ -126,7 +126,9 @@ def test_names_the_kernel_bound_are_never_undefined(kernel: CellKernel, tmp_path
 
 
 def test_ipython_syntax_produces_nothing(kernel: CellKernel) -> None:
+    kernel.run('%config IPyLSP.severity = "all"')  # the quiet rules are warnings (ruff)
     cells = [
+        kernel.run("from __future__ import annotations\nwith_future: list[int] = [1]"),
         kernel.run("%matplotlib --list"),
         kernel.run("!echo shell"),
         kernel.run("listing = !echo a b\nlisting.n"),
@@ -138,9 +140,37 @@ def test_ipython_syntax_produces_nothing(kernel: CellKernel) -> None:
         kernel.run("import os\nimport sys\nx = 1;"),  # I001 order, F401 newest, E703
         kernel.run("import json\nos.getcwd()"),  # E402: every cell after the first
         kernel.run("import asyncio\nawait asyncio.sleep(0)"),  # top-level await
+        kernel.run("class Pair:\n    async def __aenter__(self) -> int:\n        return 1\n"
+                   "    async def __aexit__(self, *_: object) -> None:\n        return None"),
+        kernel.run("async with Pair() as one:\n    print(one)"),  # top-level async with
+        kernel.run("  indented = 1\n  print(indented)"),  # IPython dedents it
+        kernel.run("%%timeit -n 1 -r 1 setup_value = sum(range(3))\nsetup_value + 1"),
+        kernel.run("# C:\\\n%matplotlib --list"),  # a comment's backslash continues nothing
         kernel.run("x"),  # the cell's value is its last expression
     ]
     assert [ours(c) for c in cells] == [[]] * len(cells), [c.outputs for c in cells]
+    kernel.run('%config IPyLSP.severity = "error"')
+
+
+def test_capture_cells_and_cells_run_by_cells_are_checked(kernel: CellKernel) -> None:
+    """`%%capture` runs its body with `run_cell` (inner cell events): the outer cell is what
+    is checked, once."""
+    captured = kernel.run("%%capture out\nwrong: int = 's'")
+    assert captured.displays == [block(
+        f"cell [{captured.count}]",
+        'ERROR [2:14] Object of type `Literal["s"]` is not assignable to `int` '
+        "[invalid-assignment] (ty)",
+    )]
+    nested = kernel.run("get_ipython().run_cell('inner_ok = 1')\nprint(out.stdout)")
+    assert ours(nested) == []
+
+
+def test_a_preflight_changes_nothing_the_next_run_compares_with(kernel: CellKernel) -> None:
+    proposed = kernel.run("%lsp check_cell\tlen(1, 2)")  # any whitespace after the word
+    assert proposed.result is not None and "cell [ ]" in proposed.result
+    ran = kernel.run("len(1, 2)")
+    assert ran.error is not None  # TypeError; the check had said so, and says it again
+    assert ours(ran) == [proposed.result.replace("cell [ ]", f"cell [{ran.count}]")]
 
 
 def test_rerunning_a_cell_with_a_new_signature_updates_the_next_check(

@@ -380,9 +380,11 @@ def test_status_before_any_server(shell: InteractiveShell, workspace: Path) -> N
     assert text == (
         "no server running (servers start when a file is checked)\n"
         f"installed: {', '.join(installed_here())}\n"
-        "checking cell writes: on"
+        "checking cell writes: on, cells' code: on"
     )
-    assert cli(workspace, "status") == text.removesuffix("checking cell writes: on")
+    assert cli(workspace, "status") == text.removesuffix(
+        "checking cell writes: on, cells' code: on"
+    )
 
 
 def test_list_is_the_clis_table(shell: InteractiveShell, workspace: Path) -> None:
@@ -440,7 +442,7 @@ def test_start_check_and_features(shell: InteractiveShell, workspace: Path) -> N
         f"ruff  running  {ws}  pid {pids['ruff']:<{pid_width}}  (this process)\n"
         f"installed: {', '.join(installed_here())}\n"
     )
-    assert lsp(shell, "status").text == status + "checking cell writes: on"
+    assert lsp(shell, "status").text == status + "checking cell writes: on, cells' code: on"
     assert cli(workspace, "status") == status  # the same rows, from the kernel's status file
 
     # a cell writes app.py: reported by the hook
@@ -502,12 +504,12 @@ def test_pending_hands_over_once(shell: InteractiveShell, app_written: None) -> 
 
 def test_on_off(shell: InteractiveShell) -> None:
     assert lsp(shell, "off").text == "ipylsp: not checking files written by cells"
-    assert lsp(shell, "status").text.endswith("checking cell writes: off")  # type: ignore[union-attr]
+    assert lsp(shell, "status").text.endswith("checking cell writes: off, cells' code: off")  # type: ignore[union-attr]
     with capture_output() as captured:
         shell.run_cell("open('off.py', 'w').write('x: int = \"s\"\\n')", store_history=False)
     assert captured.outputs == []
     assert lsp(shell, "on").text == "ipylsp: checking files written by cells"
-    assert lsp(shell, "status").text.endswith("checking cell writes: on")  # type: ignore[union-attr]
+    assert lsp(shell, "status").text.endswith("checking cell writes: on, cells' code: on")  # type: ignore[union-attr]
 
 
 def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_running: None) -> None:
@@ -518,7 +520,7 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
         f"ty    stopped  {ws}  {'':<{len(str(pids['ruff'])) + 4}}  (this process)\n"
         f"ruff  running  {ws}  pid {pids['ruff']}  (this process)\n"
         f"installed: {', '.join(installed_here())}\n"
-        "checking cell writes: on"
+        "checking cell writes: on, cells' code: on"
     )
     assert lsp(shell, "stop").text == "stopped 1 server"  # ty was stopped already
     assert lsp(shell, "stop").text == "stopped 0 servers"
@@ -530,7 +532,7 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
     assert lsp(shell, "status").text == (
         "no server running (servers start when a file is checked)\n"
         f"installed: {', '.join(installed_here())}\n"
-        "checking cell writes: on"
+        "checking cell writes: on, cells' code: on"
     )
     with capture_output() as captured:  # and the next write starts them again
         shell.run_cell("open('again.py', 'w').write('x: int = \"s\"\\n')", store_history=False)

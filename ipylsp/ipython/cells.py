@@ -70,14 +70,26 @@ class CellHook:
             self._session = session
         return self._session
 
-    def check(self, cell: RanCell, progress: Callable[[str], None] | None = None) -> Report:
+    def check(
+        self,
+        cell: RanCell,
+        progress: Callable[[str], None] | None = None,
+        *,
+        left: float | None = None,
+    ) -> Report:
+        """`left`: what the cell's budget has left (its writes were checked first); less than
+        a whole budget makes the check brief (it proves nothing about a server)."""
         session = self.session
-        brief = self._service().starting(session.path)
+        starting = self._service().starting(session.path)
+        brief = starting or left is not None
+        timeout = COLD_BUDGET if starting else left
+        if timeout is not None:
+            timeout = max(timeout, COLD_BUDGET)
         report = session.run(
-            cell.source, count=cell.count, cell_id=cell.cell_id,
-            timeout=COLD_BUDGET if brief else None, progress=None if brief else progress,
+            cell.source, count=cell.count, cell_id=cell.cell_id, timeout=timeout,
+            progress=None if starting else progress, brief=brief,
         )
-        if not brief or not _starting(report):
+        if not starting or not _starting(report):
             return report
         # Said nowhere: the next cell's check includes this one's problems (a line saying
         # so under every first cell would be noise in a notebook that has none).

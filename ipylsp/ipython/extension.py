@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,8 @@ class CellChecks:
         )
         self.config.observe(self._on_config_change)
         self.last_writes: list[Write] = []
+        self._depth = 0
+        """Cells running now: 2 while a cell runs another one (`%%capture`, `run_cell`)."""
         self.cells = CellHook(shell, lambda: self.service)
 
     @property
@@ -77,6 +80,9 @@ class CellChecks:
     # -- events -------------------------------------------------------------------------------
 
     def pre_run_cell(self, info: Any = None) -> None:
+        self._depth += 1
+        if self._depth > 1:  # `run_cell` inside a cell (`%%capture`, an agent loop): the
+            return  # outer cell's watching and check cover it
         if not self.config.enabled:
             return
         try:
@@ -89,7 +95,8 @@ class CellChecks:
             log.exception("ipylsp: could not start watching the cell")
 
     def post_run_cell(self, result: Any = None) -> None:
-        if not self.watcher.watching:
+        self._depth = max(self._depth - 1, 0)
+        if self._depth > 0 or not self.watcher.watching:
             return
         try:
             writes = self.watcher.end_cell()
@@ -108,13 +115,23 @@ class CellChecks:
         from ipylsp.service.service import FileCheck
 
         output = CellReport()
-        reports = []
-        if cell is not None:
-            reports.append(self.cells.check(cell, output.waiting))
+        started = time.monotonic()
+        files = None
         if writes:
             by_path = {w.path: w for w in writes}
             checks = [FileCheck(w.path, before=_before(w, by_path)) for w in writes]
-            reports.append(self.service.check_files(checks, progress=output.waiting))
+            files = self.service.check_files(checks, progress=output.waiting)
+        reports = []
+        if cell is not None:  # one budget for the cell: its code gets what the writes left
+            left = self.config.wait_budget - (time.monotonic() - started)
+            try:
+                reports.append(self.cells.check(
+                    cell, output.waiting, left=left if files is not None else None
+                ))
+            except Exception:  # the writes' report is shown all the same
+                log.exception("ipylsp: could not check the cell's code")
+        if files is not None:
+            reports.append(files)
         output.show(combined(reports), self.config, notes)
 
     def close(self) -> None:

@@ -133,10 +133,12 @@ class LspMagics(Magics):
         """Language servers: %lsp status | list | install | which | start | stop | restart |
         check | check_cell | diagnostics | hover | definition | references | completions |
         symbols | pending | on | off  (each with -h)."""
-        head, _, rest = line.strip().partition(" ")
-        if head == "check_cell" and rest.strip() not in ("-h", "--help"):
-            return self._check_cell(cell if cell is not None else rest)
-        if cell is not None:
+        parts = line.strip().split(None, 1)  # the code is taken as written, not shell-split
+        is_check_cell = bool(parts) and parts[0] == "check_cell"
+        rest = parts[1] if len(parts) > 1 else ""
+        if is_check_cell and rest.strip() not in ("-h", "--help"):
+            return self._preflight_cell(cell if cell is not None else rest)
+        if cell is not None and not is_check_cell:
             raise UsageError("%%lsp: only `%%lsp check_cell` takes a cell body")
         try:
             args = _parser().parse_args(shlex.split(line))
@@ -153,8 +155,10 @@ class LspMagics(Magics):
 
     def _status(self, args: argparse.Namespace) -> TextView:
         status = self.checks.service.servers_status()  # `ipylsp status` prints the same
-        writes = "on" if self.checks.config.enabled else "off"
-        return TextView(f"{status}\nchecking cell writes: {writes}")
+        config = self.checks.config
+        writes = "on" if config.enabled else "off"
+        code = "on" if config.enabled and config.check_cells else "off"
+        return TextView(f"{status}\nchecking cell writes: {writes}, cells' code: {code}")
 
     def _list(self, args: argparse.Namespace) -> TextView:
         return TextView(str(self.checks.service.servers(installed_only=args.installed)))
@@ -219,7 +223,10 @@ class LspMagics(Magics):
         return ReportView(report, options_for(self.checks.config, **overrides),
                           f"{args.path}: {clean}")
 
-    def _check_cell(self, code: str) -> ReportView:
+    def _check_cell(self, args: argparse.Namespace) -> ReportView:
+        return self._preflight_cell(" ".join(args.code))
+
+    def _preflight_cell(self, code: str) -> ReportView:
         """The code as written (no shell quoting): a preflight of the cell session."""
         if not code.strip():
             raise UsageError("%lsp check_cell: no code (give it after the word, or use "

@@ -57,14 +57,19 @@ def stub_prelude(namespace: Mapping[str, Any], names: Iterable[str]) -> str:
     for name in names:
         if name not in namespace or not name.isidentifier() or name.startswith("__ipylsp"):
             continue
-        lines.append(_stub(name, namespace[name], aliases))
+        try:
+            lines.append(_stub(name, namespace[name], aliases))
+        except Exception:  # a live object's own code raised (properties, __getattr__): unknown
+            lines.append(f"{name}: __ipylsp_Any__ = __ipylsp_any__()")
     imports = [f"import {module} as {alias}" for module, alias in aliases.items()]
     return "".join(line + "\n" for line in (*imports, *lines))
 
 
 def _stub(name: str, value: Any, aliases: dict[str, str]) -> str:
     if isinstance(value, types.ModuleType):
-        module = value.__name__
+        module = _own(value).get("__name__")  # not `value.__name__`: a lazy module would load
+        if not isinstance(module, str):
+            return f"{name}: __ipylsp_Any__ = __ipylsp_any__()"
         if _importable(module) and sys.modules.get(module) is value:
             return f"import {module} as {name}" if module != name else f"import {module}"
     elif isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
@@ -95,9 +100,15 @@ def _home(value: Any) -> tuple[str, str] | None:
     if not qualname.isidentifier() or not _importable(module):
         return None
     owner = sys.modules.get(module)
-    if owner is None or getattr(owner, qualname, None) is not value:
+    if owner is None or _own(owner).get(qualname) is not value:  # no module `__getattr__` runs
         return None
     return module, qualname
+
+
+def _own(module: Any) -> dict[str, Any]:
+    """A module's namespace, read without running its code (lazy modules, PEP 562)."""
+    namespace = object.__getattribute__(module, "__dict__")
+    return namespace if isinstance(namespace, dict) else {}
 
 
 def _importable(module: str) -> bool:

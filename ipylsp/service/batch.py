@@ -48,6 +48,9 @@ class FileCheck:
     virtual: bool = False
     """`content` is a document that exists only in memory (the notebook's cells): never read
     from or saved to disk, no file events, kept as known like a written file."""
+    proposed: bool = False
+    """With `virtual`: a text only proposed (a cell checked before it runs); the known
+    baseline stays the last text that was not."""
 
 
 @dataclass
@@ -68,16 +71,19 @@ async def check(
     *,
     budget: float,
     limit: int | None = None,
+    brief: bool = False,
 ) -> BatchResult:
-    """Check `files` as one batch; see the module docstring. Never raises for a server."""
-    BRIEF_CHECK.set(budget < checker.settings.wait_budget)  # this task's context only
+    """Check `files` as one batch; see the module docstring. Never raises for a server.
+    `brief`: the caller chose a short budget on purpose (`pool.BRIEF_CHECK`)."""
+    BRIEF_CHECK.set(brief)  # this task's context only
     result = BatchResult()
     chosen, result.rest = choose(files, limit)
     lookups = BatchLookups(checker.resolver)
     planned = await asyncio.gather(
         *(
             checker.plan(f.path, content=f.content, before=f.before, deadline=deadline,
-                         shown_root=lookups.shown_root(f.path), virtual=f.virtual)
+                         shown_root=lookups.shown_root(f.path), virtual=f.virtual,
+                         proposed=f.proposed)
             for f in chosen
         ),
         return_exceptions=True,

@@ -25,9 +25,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from ipylsp.analysis.cells.document import Cell, CellDocument, CellHistory, make_cell
+from ipylsp.analysis.cells.document import (
+    IDENTIFIED,
+    Cell,
+    CellDocument,
+    CellHistory,
+    make_cell,
+)
 from ipylsp.analysis.cells.document import unbound_loads as unbound_loads
-from ipylsp.analysis.cells.locate import Kernel, by_cell
+from ipylsp.analysis.cells.locate import UNUSED_IMPORT, Kernel, by_cell
 from ipylsp.analysis.model import FileReport, Report, Unknown
 from ipylsp.service.batch import FileCheck
 
@@ -41,6 +47,7 @@ class Checks(Protocol):
         *,
         timeout: float | None = None,
         progress: Callable[[str], None] | None = None,
+        brief: bool = False,
     ) -> Report: ...
 
 StubWriter = Callable[[frozenset[str]], str]
@@ -62,8 +69,9 @@ class CellSession:
         self._service = service
         self.path = path or default_path()
         self.history = CellHistory(cap=cap)
-        self._last: str | None = None
-        """The document as last checked: the next check's before text (its baseline known)."""
+        self._last: CellDocument | None = None
+        """The document as last run: the next check's before text (its baseline known) and
+        where what it fixed is located."""
         self._lock = threading.Lock()
         self.view: Callable[[], KernelView] = KernelView
         """Set by the adapter: the kernel's view, read on the caller's thread at each check."""
@@ -74,7 +82,8 @@ class CellSession:
 
     @cap.setter
     def cap(self, value: int) -> None:
-        self.history = CellHistory(self.history.cells, value)
+        with self._lock:
+            self.history = CellHistory(self.history.cells, value)
 
     def seed(self, cells: list[tuple[int, str]]) -> None:
         """Cells that ran before the session existed (`%load_ext` after some work): kept as
@@ -93,29 +102,30 @@ class CellSession:
         cell_id: str | None = None,
         timeout: float | None = None,
         progress: Callable[[str], None] | None = None,
+        brief: bool = False,
     ) -> Report:
         """`source` has just run as cell `count`: what it introduced, in cells. It stays in the
-        history (unless it does not parse)."""
+        history (unless it does not parse). `brief`: the caller chose a short `timeout`
+        while servers start (`Service.check_files`)."""
         with self._lock:
             cell = make_cell(_key(cell_id, source), count, source)
             after = self.history.with_cell(cell)
-            report = self._check(after, cell, timeout, progress, keep_clean=False)
+            report = self._check(after, cell, timeout, progress, ran=True, brief=brief)
             self.history = after.kept()
             return report
 
     def preflight(self, code: str, *, timeout: float | None = None) -> Report:
-        """What `code` would introduce if it ran now as a new cell; the history is unchanged."""
+        """What `code` would introduce if it ran now as a new cell. Nothing changes: the
+        history, the last document and the servers' known baseline stay as they were."""
         with self._lock:
             cell = make_cell(_key(None, code), None, code)
-            history = self.history
-            after = CellHistory((*(c for c in history.cells if c.key != cell.key), cell),
-                                history.cap)
-            return self._check(after, cell, timeout, None, keep_clean=True)
+            after = self.history.with_cell(cell)
+            return self._check(after, cell, timeout, None, ran=False, brief=False)
 
     def clear(self) -> None:
         with self._lock:
             self.history = CellHistory(cap=self.history.cap)
-            self._last = None
+            self._last = None  # the servers' known baseline is simply not reused
 
     def _check(
         self,
@@ -124,31 +134,33 @@ class CellSession:
         timeout: float | None,
         progress: Callable[[str], None] | None,
         *,
-        keep_clean: bool,
+        ran: bool,
+        brief: bool,
     ) -> Report:
-        """`keep_clean`: the checked cell's entry even when it has nothing to say (a
-        preflight answers for it; a cell that ran quietly shows nothing)."""
+        """`ran`: a cell that ran (kept as the last document); else a preflight, whose entry
+        is shown even when it has nothing to say (it answers for the code)."""
         view = self.view()
         prelude = ""
         if view.stubs is not None:
             wanted = frozenset(unbound_loads(after.cells) & view.kernel.names)
             prelude = view.stubs(wanted) if wanted else ""
         document = after.document(prelude)
-        before_doc = self.history.document(prelude)
-        before = self._last if self._last is not None else before_doc.text
+        before = self._last if self._last is not None else self.history.document(prelude)
         checked = self._service.check_files(
-            [FileCheck(self.path, before=before, content=document.text, virtual=True)],
-            timeout=timeout, progress=progress,
+            [FileCheck(self.path, before=before.text, content=document.text, virtual=True,
+                       proposed=not ran)],
+            timeout=timeout, progress=progress, brief=brief,
         )
-        self._last = document.text
-        return _in_cells(checked, document, before_doc, view.kernel, cell, keep_clean)
+        if ran:
+            self._last = document
+        return _in_cells(checked, document, before, view.kernel, cell, keep_clean=not ran)
 
 
 def _key(cell_id: str | None, source: str) -> str:
     """The front end's cell id; else an earlier cell with the same source is the same cell
     (nbclient and the console send no id); else a new key."""
     if cell_id:
-        return f"id:{cell_id}"
+        return f"{IDENTIFIED}{cell_id}"
     digest = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
     return f"src:{digest}"
 
@@ -172,7 +184,9 @@ def _in_cells(
     if doc is None:
         return checked
     introduced = by_cell(doc.diagnostics, after, kernel, newest.key)
-    fixed = by_cell(doc.fixed, before, kernel, newest.key)
+    fixed = by_cell(  # an unused import was never shown (quiet while newest): never "fixed"
+        (d for d in doc.fixed if d.code not in UNUSED_IMPORT), before, kernel, newest.key
+    )
     shown = {newest.key, *introduced, *fixed}
     current = by_cell(  # only for the cells shown: the document has every cell's problems
         (d for d in doc.current if (p := after.place(d.range.start.line)) and p.cell.key in shown),
@@ -194,7 +208,7 @@ def _in_cells(
             path=doc.path, display_path=cell.label, diagnostics=tuple(mine),
             current=tuple(current.get(key, (cell, []))[1]), fixed=tuple(gone),
             unknown=unknown, servers=doc.servers, elsewhere=key != newest.key,
-            cell=cell.count,
+            cell=cell.count if cell.count is not None else 0,  # 0: code not run yet
         ))
     others = tuple(f for f in checked.files if f is not doc)
     return replace(checked, files=(*files, *others))

@@ -73,6 +73,8 @@ class FilePlan:
     outcomes: list[ServerOutcome] = field(default_factory=list)
     virtual: bool = False
     """An in-memory document (`FileCheck.virtual`): its content is its text, never saved."""
+    proposed: bool = False
+    """A virtual text only proposed (`FileCheck.proposed`): not rolled forward."""
 
     @functools.cached_property
     def display(self) -> str:
@@ -118,6 +120,7 @@ class Checker:
         deadline: float,
         shown_root: Path | None = None,
         virtual: bool = False,
+        proposed: bool = False,
     ) -> FilePlan:
         """Texts and the syntax tier's verdict for one file; no server is asked yet.
         `shown_root`: its `display_root`, when the caller knows it already."""
@@ -141,7 +144,7 @@ class Checker:
             path, language_id, new_text, disk_text, before_text, known,
             content is not None and not virtual, syntax, held_back,
             shown_root if shown_root is not None else self.resolver.shown_root(path),
-            virtual=virtual,
+            virtual=virtual, proposed=proposed,
         )
 
     def outcome(
@@ -217,7 +220,7 @@ class Checker:
         said = [o for o in outcomes if not (o.cut or o.spec.id in lifted)]
         where = shown_root or plan.path.parent
         unknown = tuple(self.resolver.once(o.unknown, where) for o in said if o.unknown is not None)
-        if not plan.preflight:
+        if not (plan.preflight or plan.proposed):
             self._roll_forward(plan.path, plan.new_text, outcomes, plan.known, plan.virtual)
         return file_report(
             plan.path, shown_root, introduced, current, fixed, unknown,

@@ -127,11 +127,15 @@ class Service:
         *,
         timeout: float | None = None,
         progress: Callable[[str], None] | None = None,
+        brief: bool = False,
     ) -> Report:
         """One report for several written files (a cell that wrote many).
 
         `progress`, if given, is called with a line saying what the check waits for (servers
-        starting, indexing) when it takes longer than half a second, and then every 0.25 s."""
+        starting, indexing) when it takes longer than half a second, and then every 0.25 s.
+        `brief`: a short `timeout` on purpose, while servers start (a cell's first checks):
+        what the servers do not answer in it counts neither as a timeout nor as a start that
+        outlived a budget."""
         budget = self._settings.wait_budget if timeout is None else float(timeout)
         if not files:
             return Report()
@@ -141,7 +145,7 @@ class Service:
         try:
             on_wait = None if progress is None else lambda: progress(self._waiting_for())
             result, rows = loop.run(
-                self._check_all_with_status(files, deadline, budget),
+                self._check_all_with_status(files, deadline, budget, brief),
                 budget + _HANDOVER_MARGIN,
                 on_wait=on_wait,
             )
@@ -225,20 +229,20 @@ class Service:
         return len(self._unchecked)
 
     async def _check_all_with_status(
-        self, files: Sequence[FileCheck], deadline: float, budget: float
+        self, files: Sequence[FileCheck], deadline: float, budget: float, brief: bool = False
     ) -> tuple[batch.BatchResult, list[SlotStatus]]:
         """The batch's result, and the pool's status read on the loop (no second thread hop)."""
-        return await self._check_all(files, deadline, budget), self._pool.status()
+        return await self._check_all(files, deadline, budget, brief), self._pool.status()
 
     async def _check_all(
-        self, files: Sequence[FileCheck], deadline: float, budget: float
+        self, files: Sequence[FileCheck], deadline: float, budget: float, brief: bool = False
     ) -> batch.BatchResult:
         self._late.cancel({f.path for f in files})
         try:
             with deadline_scope(deadline):
                 result = await batch.check(
                     self._checker, files, deadline, budget=budget,
-                    limit=self._settings.max_files_per_check,
+                    limit=self._settings.max_files_per_check, brief=brief,
                 )
         except Exception as exc:  # the kernel must never see our bugs as its own
             log.exception("check of %d files failed", len(files))
@@ -409,7 +413,10 @@ class Service:
         that must not wait for a start (a cell's check) then waits briefly instead."""
         if self._loop is None or not self._loop.running:
             return True
-        return bool(self._loop.run(self._starting(self._normalize(path)), 5.0))
+        try:
+            return bool(self._loop.run(self._starting(self._normalize(path)), 1.0))
+        except LoopTimeout:  # a loop this busy: do not wait on it either
+            return True
 
     async def _starting(self, path: Path) -> bool:
         resolver = self._checker.resolver

@@ -114,9 +114,10 @@ def lsp_check(box: Toolbox, args: Arguments) -> ToolResult:
 @tool(
     "lsp_check_cell",
     "What a notebook cell's code would introduce if it ran now, checked against the cells "
-    "this kernel already ran (their definitions, imports and the names they bound). Nothing "
-    "is run. IPython syntax (magics, !cmd, obj?) is understood. Problems are located as "
-    "`cell [ ]` (this code) or `cell [n]` (an earlier cell it would break).",
+    "the kernel already ran (their definitions, imports and the names they bound; outside a "
+    "kernel, against nothing but the code). Nothing is run. IPython syntax (magics, !cmd, "
+    "obj?) is understood. Problems are located as `cell [ ]` (this code) or `cell [n]` (an "
+    "earlier cell it would break).",
     {
         "code": {"type": "string", "description": "The cell's code, as it would be run."},
         "severity": SEVERITY,

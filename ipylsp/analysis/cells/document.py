@@ -26,6 +26,10 @@ HEADER = (
 """Always first: what `x = !ls` and `x = %magic` are rewritten to call."""
 
 
+IDENTIFIED = "id:"
+"""The key prefix of a cell the front end named (its cell id); other keys name a source."""
+
+
 @dataclass(frozen=True, slots=True)
 class Cell:
     """One executed cell: `count` is its execution count (`In [n]`), None for a preflight."""
@@ -107,11 +111,19 @@ class CellHistory:
     cap: int = 200
 
     def with_cell(self, cell: Cell) -> CellHistory:
-        """`cell` run now: it replaces an earlier version of itself in place, else comes last."""
+        """`cell` run now. A cell the front end identifies (`id:` key) replaces its earlier
+        version in place: a changed definition is checked against the cells after it. A cell
+        known only by its source (no id: the console, nbclient, papermill) is the same code
+        run again, now: the older copy goes and it comes last (`total = 0` run again after
+        `total = 'label'` binds an int, whatever came between)."""
         cells = list(self.cells)
         for i, old in enumerate(cells):
             if old.key == cell.key:
-                cells[i] = cell
+                if cell.key.startswith(IDENTIFIED):
+                    cells[i] = cell
+                    break
+                del cells[i]
+                cells.append(cell)
                 break
         else:
             cells.append(cell)
@@ -152,7 +164,9 @@ def _module_flow(node: ast.AST) -> Iterator[ast.AST]:
             yield from _module_flow(child)
 
 
-_CATCHES_NAME_ERROR = frozenset({"NameError", "Exception", "BaseException"})
+_CATCHES_NAME_ERROR = frozenset({"NameError"})
+"""Not `Exception`: `try: len(dataa)` / `except Exception as e: print(e)` hides a typo the
+user wants to hear about; a bare `except:` or `except NameError` says the name may be missing."""
 
 
 def _name_error_guards(tree: ast.Module) -> tuple[tuple[int, int], ...]:

@@ -34,7 +34,11 @@ UNRESOLVED_IMPORT = frozenset({
 NEVER_IN_CELLS = frozenset({"I001", "E402", "E703", "F811", "reportRedeclaration", "PIE790"})
 UNUSED_IMPORT = frozenset({"F401", "reportUnusedImport"})
 UNUSED_EXPRESSION = frozenset({"B018", "reportUnusedExpression", "reportUnusedCallResult"})
-_AWAIT = re.compile(r"\bawait\b")
+_TOP_LEVEL_ASYNC = re.compile(
+    r"(?i)\b(await|async|asynchronous)\b.*\b(outside|only within|within an async)\b"
+)
+"""`await`, `async with`, `async for` and async comprehensions outside a function: IPython
+runs them (autoawait). ty, ruff (F704, PLE1142) and pyright each say so in their words."""
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
 
 
@@ -86,7 +90,7 @@ def _quiet(
         return cell.key == newest
     if code in UNUSED_EXPRESSION:
         return cell.last_statement is not None and line >= cell.last_statement
-    return _AWAIT.match(text) is not None and "await" in d.message
+    return _TOP_LEVEL_ASYNC.search(d.message) is not None
 
 
 def _text_at(lines: Sequence[str], where: Range) -> str:

@@ -32,7 +32,9 @@ _TIMED = re.compile(r"%(time)\s+(?!-)")
 """`%time stmt`: the statement is the cell's own code (options would make it `%time -x`)."""
 _ASSIGNED_ESCAPE = re.compile(r"(?P<target>[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=)\s*[%!]")
 _CELL_MAGIC = re.compile(r"%%(?P<name>[\w.]+)(?P<args>.*)")
-_CAPTURE_TARGET = re.compile(r"(?:^|\s)(?P<name>[A-Za-z_]\w*)\s*$")
+_OPTION = re.compile(r"\s*--?[\w-]+(?:\s+\d+)?")
+"""An option of a cell magic's head (`-n 10`, `--no-stdout`, `-q`)."""
+_FUTURE = re.compile(r"from\s+__future__\s+import\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +53,17 @@ class NeutralCell:
 
 def neutralize(source: str) -> NeutralCell:
     """The cell with IPython syntax replaced line for line (see the module docstring)."""
-    lines = source.split("\n")
+    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     offsets = [0] * len(lines)
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and lines[first].lstrip().startswith("%%"):
+    if first is None:
+        return NeutralCell("\n".join(lines), tuple(offsets))
+    indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
+    if indent:  # IPython runs an all-indented cell dedented (its `leading_indent`)
+        for i, line in enumerate(lines):
+            if line.startswith(indent):
+                lines[i], offsets[i] = line[len(indent):], len(indent)
+    if lines[first].startswith("%%"):
         return _cell_magic(lines, first, offsets)
     starts = logical_starts(lines)
     out = list(lines)
@@ -63,7 +72,8 @@ def neutralize(source: str) -> NeutralCell:
             continue
         replaced = _line(line)
         if replaced is not None:
-            out[i], offsets[i] = replaced
+            out[i], cut = replaced
+            offsets[i] += cut
     return NeutralCell("\n".join(out), tuple(offsets))
 
 
@@ -73,14 +83,22 @@ def _cell_magic(lines: list[str], first: int, offsets: list[int]) -> NeutralCell
     if name not in PYTHON_CELL_MAGICS:
         return NeutralCell("\n".join("" for _ in lines), tuple(offsets), foreign=True)
     body = lines[first + 1:]
-    head = ""
-    if name == "capture" and match is not None:
-        target = _CAPTURE_TARGET.search(match.group("args"))
-        if target is not None and not target.group("name").startswith("-"):
-            head = f"{target.group('name')} = {ANY_CALL}"
+    head, cut = "", 0
+    if match is not None and name in ("capture", "timeit"):
+        args = match.group("args")
+        start = 0
+        while (option := _OPTION.match(args, start)) is not None:
+            start = option.end()
+        rest = args[start:].strip()
+        targets = [t for t in args.split() if not t.startswith("-")]
+        if name == "capture" and len(targets) == 1 and targets[0].isidentifier():
+            head = f"{targets[0]} = {ANY_CALL}"  # `%%capture [options] out [options]`
+        elif name == "timeit" and rest:  # `%%timeit [options] setup statement`
+            head, cut = rest, lines[first].index(rest, len("%%timeit"))
     inner = neutralize("\n".join(body))
     text = "\n".join([*([""] * first), head, inner.text])
-    return NeutralCell(text, (*offsets[: first + 1], *inner.column_offsets))
+    return NeutralCell(text, (*offsets[:first], offsets[first] + cut, *(
+        a + b for a, b in zip(offsets[first + 1:], inner.column_offsets, strict=True))))
 
 
 def _line(line: str) -> tuple[str, int] | None:
@@ -89,6 +107,8 @@ def _line(line: str) -> tuple[str, int] | None:
     indent = line[: len(line) - len(stripped)]
     if not stripped or stripped.startswith("#"):
         return None
+    if _FUTURE.match(stripped):  # first in the cell, not first in the document
+        return indent + "pass", 0
     if stripped.startswith(("%", "!")):
         timed = _TIMED.match(stripped)
         if timed is not None and not stripped.startswith("%%"):
@@ -120,7 +140,7 @@ def logical_starts(lines: list[str]) -> list[bool]:
     continued = False
     for line in lines:
         starts.append(depth == 0 and not quote and not continued)
-        continued = False
+        continued = commented = False
         i, n = 0, len(line)
         while i < n:
             c = line[i]
@@ -135,6 +155,7 @@ def logical_starts(lines: list[str]) -> list[bool]:
                 i += 1
                 continue
             if c == "#":
+                commented = True  # a backslash ending a comment continues nothing
                 break
             if c in "'\"":
                 triple = line[i : i + 3]
@@ -148,5 +169,5 @@ def logical_starts(lines: list[str]) -> list[bool]:
             i += 1
         if quote in ("'", '"'):  # an unterminated one-line string ends with its line
             quote = ""
-        continued = line.rstrip().endswith("\\") and not quote
+        continued = line.rstrip().endswith("\\") and not quote and not commented
     return starts
