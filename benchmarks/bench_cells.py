@@ -197,28 +197,14 @@ def load_cell(data_dir: Path, servers: Sequence[str]) -> str:
             f"%config IPyLSP.language_servers = {{'python': {list(servers)!r}}}")
 
 
-FORCE_WARM = (
-    "[c.__self__ for c in get_ipython().events.callbacks['post_run_cell'] "
-    "if type(c.__self__).__name__ == 'CellChecks'][0].cells._warm = True"
-)
-"""The cell hook's private "servers have answered once" flag, set by hand (see `warm_up`)."""
-
-
-def warm_up(kernel: Kernel, tries: int = 20) -> dict[str, Any]:
-    """Cells until a deliberate error is reported (servers started and answering).
-
-    When none is after `tries` cells (the hook still cuts every check at its cold budget: a
-    server slower than that budget on every check never counts as started), the hook's flag
-    is forced and the warm path measured anyway; the JSON says so (``forced_warm``)."""
-    forced = False
-    for i in range(2 * tries):
-        if i == tries:
-            kernel.cell(FORCE_WARM, history=False)
-            forced = True
+def warm_up(kernel: Kernel, tries: int = 40) -> dict[str, Any]:
+    """Cells until a deliberate error is reported (servers started and answering): while a
+    server starts, a cell's check is brief and the next one catches up."""
+    for i in range(tries):
         _, messages = kernel.cell(f'warm_{i}: int = "s"')
         if any("invalid-assignment" in t or "reportAssignmentType" in t
                for t in displays(messages)):
-            return {"warm_up_cells": i + 1, "forced_warm": forced}
+            return {"warm_up_cells": i + 1}
     raise RuntimeError("the cell check never reported the warm-up error")
 
 
@@ -337,11 +323,12 @@ class TimedChecks:
         self.wire_ms: float | None = None
 
     def check_files(self, files: Any, *, timeout: float | None = None,
-                    progress: Any = None) -> Any:
+                    progress: Any = None, brief: bool = False) -> Any:
         self.clock.reset()
         t0 = time.perf_counter()
         try:
-            return self.service.check_files(files, timeout=timeout, progress=progress)
+            return self.service.check_files(files, timeout=timeout, progress=progress,
+                                            brief=brief)
         finally:
             self.inside_ms = c.ms(time.perf_counter() - t0)
             self.wire_ms = self.clock.wire_ms()

@@ -7,6 +7,7 @@ across CPython versions, syntax warnings kept out of the user's cell, NUL bytes,
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import warnings
 
@@ -70,7 +71,11 @@ def _warning_position(message: str, lineno: int, lines: list[str]) -> tuple[int,
     return line, start, len(text)
 
 
+@functools.lru_cache(maxsize=8)
 def check_python(text: str) -> tuple[Diagnostic, ...]:
+    """Python's own parser on `text`. Remembered for the last few texts: a check parses the
+    text before and after, and the text before is usually the last check's after (the cells'
+    document: 8 ms per parse at 650 lines)."""
     shift = 1 if text.startswith(BOM) else 0  # a decoded BOM; compile() rejects it in str
     source = text[shift:]
     lines = split_lines(source)
