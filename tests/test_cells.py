@@ -382,3 +382,22 @@ def test_a_preflight_leaves_the_next_runs_baseline(service: Service) -> None:
     proposed = cells.preflight("len(1, 2)")
     ran = cells.run("len(1, 2)", count=2)
     assert format_text(ran) == format_text(proposed).replace("cell [ ]", "cell [2]") != ""
+
+
+def test_outside_a_workspace_the_cells_document_gets_a_root_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A notebook in a directory that is no workspace (the home directory, say): its cells
+    are checked, by servers rooted in an empty directory of their own, never there."""
+    home = tmp_path / "notebooks-at-home"
+    home.mkdir()
+    monkeypatch.chdir(home)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    settings = Settings(language_servers={"python": ("ty", "ruff")}, data_dir=DATA_DIR)
+    with Service(settings) as service:
+        cells = service.cells
+        assert cells.path.parent != home and list(cells.path.parent.iterdir()) == []
+        report = cells.run("x: int = 's'", count=1)
+        assert [d.code for f in report.files for d in f.diagnostics] == ["invalid-assignment"]
+        assert {row.root for row in service.status()} == {cells.path.parent}
+    assert not cells.path.parent.exists()  # removed with the service

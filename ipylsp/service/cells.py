@@ -17,10 +17,12 @@ rewriting and a second delta path; one document keeps one path (see ARCHITECTURE
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -35,7 +37,9 @@ from ipylsp.analysis.cells.document import (
 from ipylsp.analysis.cells.document import unbound_loads as unbound_loads
 from ipylsp.analysis.cells.locate import UNUSED_IMPORT, Kernel, by_cell
 from ipylsp.analysis.model import FileReport, Report, Unknown
+from ipylsp.lsp import roots
 from ipylsp.service.batch import FileCheck
+from ipylsp.settings import WORKSPACE_MARKERS
 
 
 class Checks(Protocol):
@@ -65,9 +69,15 @@ class KernelView:
 class CellSession:
     """One kernel's executed cells and their checks. Thread-safe: one check at a time."""
 
-    def __init__(self, service: Checks, path: Path | None = None, cap: int = 200) -> None:
+    def __init__(
+        self,
+        service: Checks,
+        path: Path | None = None,
+        cap: int = 200,
+        markers: Iterable[str] = WORKSPACE_MARKERS,
+    ) -> None:
         self._service = service
-        self.path = path or default_path()
+        self.path = path or default_path(markers)
         self.history = CellHistory(cap=cap)
         self._last: CellDocument | None = None
         """The document as last run: the next check's before text (its baseline known) and
@@ -122,6 +132,12 @@ class CellSession:
             after = self.history.with_cell(cell)
             return self._check(after, cell, timeout, None, ran=False, brief=False)
 
+    def close(self) -> None:
+        """The directory of its own made outside a workspace (`default_path`) is removed."""
+        if self.path.parent.name == f"ipylsp-cells-{os.getpid()}":
+            with contextlib.suppress(OSError):
+                self.path.parent.rmdir()
+
     def clear(self) -> None:
         with self._lock:
             self.history = CellHistory(cap=self.history.cap)
@@ -165,10 +181,17 @@ def _key(cell_id: str | None, source: str) -> str:
     return f"src:{digest}"
 
 
-def default_path() -> Path:
-    """Where the virtual document says it lives: the kernel's working directory, so the
-    project's imports resolve the way the kernel's do. Nothing is ever written there."""
-    return Path(os.getcwd()) / f".ipylsp-cells-{os.getpid()}.py"
+def default_path(markers: Iterable[str] = WORKSPACE_MARKERS) -> Path:
+    """Where the virtual document says it lives: the kernel's working directory when that is
+    in a workspace, so the project's imports resolve the way the kernel's do (nothing is ever
+    written there). Elsewhere (a notebook in the home directory), an empty directory of its
+    own: servers rooted there index nothing, where rooted at `~` they would index it all."""
+    cwd = Path(os.getcwd())
+    if roots.workspace_gate(cwd, markers) is not None:
+        return cwd / f".ipylsp-cells-{os.getpid()}.py"
+    own = Path(tempfile.gettempdir()) / f"ipylsp-cells-{os.getpid()}"
+    own.mkdir(exist_ok=True)
+    return own / "cells.py"
 
 
 def _in_cells(

@@ -182,7 +182,8 @@ class Service:
         """The notebook's executed cells, checked as one in-memory document (`cells.py`)."""
         with self._lock:
             if self._cells is None:
-                self._cells = CellSession(self, cap=self._settings.cell_history)
+                self._cells = CellSession(self, cap=self._settings.cell_history,
+                                          markers=self._settings.workspace_markers)
             return self._cells
 
     def subscribe(self, callback: Subscriber) -> None:
@@ -462,6 +463,8 @@ class Service:
                 loop.run(self._pool.close(), self._settings.shutdown_grace * 2 + 5)
             loop.stop()
         self._checker.close()
+        if self._cells is not None:
+            self._cells.close()
         from ipylsp.lsp.locate import data_dir
         from ipylsp.service.statusfile import remove_status
 
