@@ -401,3 +401,25 @@ def test_outside_a_workspace_the_cells_document_gets_a_root_of_its_own(
         assert [d.code for f in report.files for d in f.diagnostics] == ["invalid-assignment"]
         assert {row.root for row in service.status()} == {cells.path.parent}
     assert not cells.path.parent.exists()  # removed with the service
+
+
+def test_a_seeded_cell_run_again_with_its_id_is_replaced_in_place() -> None:
+    history = CellHistory()
+    for key, count, source in [("src:1", 1, "def f(x: int) -> int:\n    return x"),
+                               ("src:2", 2, "f(1)")]:  # run before %load_ext: no ids known
+        history = history.with_cell(make_cell(key, count, source))
+    history = history.with_cell(make_cell("id:a", 3, "def f(x: int) -> int:\n    return x"))
+    assert [(c.key, c.count) for c in history.cells] == [("id:a", 3), ("src:2", 2)]
+
+
+def test_ends_on_other_lines_keep_their_lines_offsets_and_compound_last_statements_count(
+) -> None:
+    document = CellHistory().with_cell(make_cell("a", 1, "  y = (1 +\n  zz)")).document()
+    at = document.starts[0]  # an all-indented cell: every line's columns shift by 2
+    ((_, (moved,)),) = by_cell(
+        [Diagnostic(Range(Position(at, 4), Position(at + 1, 2)), Severity.ERROR, "m", "s",
+                    "E1", "srv")], document, Kernel(), "a").values()
+    assert (moved.range.start.column, moved.range.end.line, moved.range.end.column) == (6, 1, 4)
+    loop = CellHistory().with_cell(make_cell("b", 1, "for x in y:\n    x == 1")).document()
+    found = by_cell([_diag(loop.starts[0] + 1, 4, 10, "B018")], loop, Kernel(), "b")
+    assert found  # a useless comparison inside the last loop is not the cell's value

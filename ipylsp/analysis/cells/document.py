@@ -63,7 +63,8 @@ def make_cell(key: str, count: int | None, source: str) -> Cell:
         tree = ast.parse(neutral.text)
     except (SyntaxError, ValueError):
         return Cell(key, count, source, neutral, False, None)
-    last = tree.body[-1].lineno - 1 if tree.body else None
+    # the statement whose value IPython displays: the last one, when it is an expression
+    last = tree.body[-1].lineno - 1 if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     neutral = _reachable_after(neutral, tree)
     names = _Names()
     names.visit(tree)
@@ -117,6 +118,10 @@ class CellHistory:
         run again, now: the older copy goes and it comes last (`total = 0` run again after
         `total = 'label'` binds an int, whatever came between)."""
         cells = list(self.cells)
+        if cell.key.startswith(IDENTIFIED) and all(c.key != cell.key for c in cells):
+            # a cell known by its source (run before `%load_ext`) now run with its id
+            cells = [replace(c, key=cell.key) if not c.key.startswith(IDENTIFIED)
+                     and c.source == cell.source else c for c in cells]
         for i, old in enumerate(cells):
             if old.key == cell.key:
                 if cell.key.startswith(IDENTIFIED):

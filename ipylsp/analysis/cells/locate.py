@@ -68,7 +68,8 @@ def by_cell(
             continue
         end = document.place(d.range.end.line)
         same = end is not None and end.cell.key == place.cell.key
-        moved = _moved(d, start.line - place.line, place.offset, same)
+        moved = _moved(d, start.line - place.line, place.offset,
+                       end.offset if end is not None and same else None)
         out.setdefault(place.cell.key, (place.cell, []))[1].append(moved)
     return out
 
@@ -102,13 +103,16 @@ def _text_at(lines: Sequence[str], where: Range) -> str:
     return line[where.start.column : max(end, where.start.column + 1)].strip()
 
 
-def _moved(d: Diagnostic, first_line: int, offset: int, same_cell: bool) -> Diagnostic:
-    """`d` in its cell's lines; an end in another cell is clamped to the start."""
+def _moved(
+    d: Diagnostic, first_line: int, offset: int, end_offset: int | None
+) -> Diagnostic:
+    """`d` in its cell's lines (each end with its own line's column offset); an end in
+    another cell (`end_offset` None) is clamped to the start."""
     start = Position(d.range.start.line - first_line, max(0, d.range.start.column + offset))
     end_line = d.range.end.line - first_line
-    if not same_cell or end_line < start.line:
+    if end_offset is None or end_line < start.line:
         end = Position(start.line, start.column)
     else:
-        shift = offset if end_line == start.line else 0
-        end = Position(end_line, max(start.column, d.range.end.column + shift))
+        column = max(0, d.range.end.column + end_offset)
+        end = Position(end_line, max(start.column, column) if end_line == start.line else column)
     return replace(d, range=Range(start, end))
