@@ -1,0 +1,97 @@
+"""The store's SQLite file: WAL, a versioned schema, and a corrupt file rebuilt, not fatal.
+
+WAL lets several kernels and the Jupyter server read while one writes; `busy_timeout` makes a
+writer wait for another's short transaction instead of failing. The schema version is
+`PRAGMA user_version`; `MIGRATIONS[n]` takes a file from version n to n + 1. A file that is
+not a database, is truncated or fails `quick_check` is moved aside (`<name>.corrupt-<time>`)
+and rebuilt, with one warning: what it held was a cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 5000
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE answers (
+        path TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        server TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        written_at REAL NOT NULL,
+        used_at REAL NOT NULL,
+        PRIMARY KEY (path, text_hash, server, kind)
+    );
+    CREATE INDEX answers_by_path ON answers (path, kind, written_at);
+    CREATE INDEX answers_by_use ON answers (used_at);
+    CREATE TABLE symbols (
+        workspace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        path TEXT NOT NULL,
+        line INTEGER NOT NULL,
+        column INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        PRIMARY KEY (workspace, name, path, line, column)
+    );
+    """,
+)
+"""Step n takes a file from `user_version` n to n + 1."""
+
+VERSION = len(MIGRATIONS)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """An open, migrated connection; a broken file is moved aside and rebuilt once."""
+    try:
+        return _open(path)
+    except sqlite3.DatabaseError as exc:
+        aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+        log.warning("ipylsp: the store %s is unreadable (%s); moved to %s and rebuilt",
+                    path, exc, aside.name)
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(f"{path}{suffix}")
+            if part.exists():
+                part.replace(Path(f"{aside}{suffix}"))
+        return _open(path)
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                           check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            raise sqlite3.DatabaseError("quick_check failed")
+        _migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then see it done
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > VERSION:
+            raise sqlite3.DatabaseError(f"schema {version} is newer than this ipylsp's {VERSION}")
+        for step in range(version, VERSION):
+            for statement in MIGRATIONS[step].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

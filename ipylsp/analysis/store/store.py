@@ -1,0 +1,149 @@
+"""The store's facade: put a server's answer for a text, get it back, evict, inspect."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ipylsp.analysis.model import Diagnostic
+from ipylsp.analysis.store.codec import decode, encode
+from ipylsp.analysis.store.db import VERSION, connect
+from ipylsp.analysis.store.writer import Writer
+
+DIAGNOSTICS = "diagnostics"
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+EVICT_FRACTION = 0.2
+"""Over the cap, the least recently used fifth of the answers goes (not one row per write)."""
+
+
+def text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A server's stored answer: for the text whose hash is `text_hash`, at `written_at`."""
+
+    diagnostics: tuple[Diagnostic, ...]
+    text_hash: str
+    written_at: float
+
+    def stale(self, current_text: str | None) -> bool:
+        return current_text is None or text_hash(current_text) != self.text_hash
+
+
+class Store:
+    """Reads on the caller's thread (indexed lookups); writes on the writer thread."""
+
+    def __init__(self, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self._read = connect(path)  # also creates or rebuilds the file, before the writer
+        self._lock = threading.Lock()
+        self._writer = Writer(path, after_batch=self._evict)
+
+    def put_diagnostics(
+        self, path: str, text: str, server: str, diagnostics: Sequence[Diagnostic]
+    ) -> None:
+        row = (path, text_hash(text), server, DIAGNOSTICS, encode(diagnostics))
+
+        def write(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            conn.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)", (*row, now, now)
+            )
+
+        self._writer.put(write)
+
+    def get_diagnostics(self, path: str, text: str, server: str) -> Stored | None:
+        """The server's answer for exactly this text, or None."""
+        found = self._query(
+            "SELECT payload, text_hash, written_at FROM answers"
+            " WHERE path = ? AND text_hash = ? AND server = ? AND kind = ?",
+            (path, text_hash(text), server, DIAGNOSTICS),
+        )
+        return self._stored(path, server, found)
+
+    def latest(self, path: str, server: str) -> Stored | None:
+        """The server's most recent answer for the file, whatever its text was."""
+        found = self._query(
+            "SELECT payload, text_hash, written_at FROM answers"
+            " WHERE path = ? AND server = ? AND kind = ? ORDER BY written_at DESC LIMIT 1",
+            (path, server, DIAGNOSTICS),
+        )
+        return self._stored(path, server, found)
+
+    def info(self) -> dict[str, Any]:
+        found = self._query("SELECT count(*), count(DISTINCT path) FROM answers", ())
+        rows, files = found if found is not None else (0, 0)
+        with self._lock:
+            used = self._used_bytes(self._read)
+        return {"path": str(self.path), "bytes": used, "rows": rows, "files": files,
+                "schema": VERSION}
+
+    def clear(self) -> None:
+        def clear_all(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM answers")
+            conn.execute("DELETE FROM symbols")
+
+        self._writer.put(clear_all)
+        self.flush()
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        return self._writer.flush(timeout)
+
+    def close(self) -> None:
+        self._writer.close()
+        with self._lock:
+            self._read.close()
+
+    # -- inside ----------------------------------------------------------------------------------
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        with self._lock:
+            try:
+                row = self._read.execute(sql, args).fetchone()
+            except sqlite3.Error:
+                return None  # a cache miss, never an exception into a cell
+        return tuple(row) if row is not None else None
+
+    def _stored(self, path: str, server: str, found: tuple[Any, ...] | None) -> Stored | None:
+        if found is None:
+            return None
+        payload, hashed, written_at = found
+        try:
+            diagnostics = decode(payload)
+        except ValueError:
+            return None
+        def touch(conn: sqlite3.Connection) -> None:  # least recently *used* goes first
+            conn.execute(
+                "UPDATE answers SET used_at = ? WHERE path = ? AND text_hash = ? AND server = ?",
+                (time.time(), path, hashed, server),
+            )
+
+        self._writer.put(touch)
+        return Stored(diagnostics, hashed, float(written_at))
+
+    @staticmethod
+    def _used_bytes(conn: sqlite3.Connection) -> int:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        return int((pages - free) * size)
+
+    def _evict(self, conn: sqlite3.Connection) -> None:
+        """After a batch: over the cap, the least recently used answers go."""
+        if self.max_bytes <= 0 or self._used_bytes(conn) <= self.max_bytes:
+            return
+        count = conn.execute("SELECT count(*) FROM answers").fetchone()[0]
+        conn.execute(
+            "DELETE FROM answers WHERE rowid IN"
+            " (SELECT rowid FROM answers ORDER BY used_at LIMIT ?)",
+            (max(1, int(count * EVICT_FRACTION)),),
+        )

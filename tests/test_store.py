@@ -1,0 +1,162 @@
+"""The persistent store's foundation (issue 14, in progress): the SQLite file (WAL, schema
+version, migrations), exact round trips, two processes writing at once, broken files
+rebuilt with one warning, least-recently-used eviction at the cap, info and clear."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
+from ipylsp.analysis.store import Store, text_hash
+from ipylsp.analysis.store.db import VERSION, connect
+
+DIAGS = (
+    Diagnostic(Range(Position(0, 9), Position(0, 12)), Severity.ERROR,
+               'Object of type `Literal["s"]` is not assignable to `int`', "ty",
+               "invalid-assignment", "ty"),
+    Diagnostic(Range(Position(3, 0), Position(4, 2)), Severity.WARNING, "línea\nzwei", None,
+               None, "ruff"),
+)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "store.sqlite3")
+    yield s
+    s.close()
+
+
+def test_round_trip_by_text_and_latest_with_staleness(store: Store) -> None:
+    store.put_diagnostics("/w/a.py", "x: int = 's'\n", "ty", DIAGS)
+    store.put_diagnostics("/w/a.py", "x: int = 1\n", "ty", ())
+    assert store.flush()
+    hit = store.get_diagnostics("/w/a.py", "x: int = 's'\n", "ty")
+    assert hit is not None and hit.diagnostics == DIAGS
+    assert hit.text_hash == text_hash("x: int = 's'\n")
+    assert store.get_diagnostics("/w/a.py", "other\n", "ty") is None
+    assert store.get_diagnostics("/w/a.py", "x: int = 's'\n", "ruff") is None
+    latest = store.latest("/w/a.py", "ty")
+    assert latest is not None and latest.diagnostics == ()
+    assert latest.stale("x: int = 1\n") is False and latest.stale("changed\n") is True
+    assert store.info() | {"bytes": 0} == {"path": str(store.path), "bytes": 0, "rows": 2,
+                                           "files": 1, "schema": VERSION}
+
+
+def test_the_file_is_wal_and_versioned(store: Store) -> None:
+    conn = sqlite3.connect(store.path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == VERSION
+    finally:
+        conn.close()
+
+
+def test_a_file_from_before_the_schema_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    sqlite3.connect(path).close()  # an empty database at user_version 0
+    conn = connect(path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == VERSION
+        assert conn.execute("SELECT count(*) FROM answers").fetchone()[0] == 0
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_broken_file_is_rebuilt_with_one_warning(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "store.sqlite3"
+    first = Store(path)
+    for n in range(200):
+        first.put_diagnostics(f"/w/{n}.py", "x\n", "ty", DIAGS)
+    first.flush()
+    first.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3] if damage == "truncated" else b"\x00garbage" * 999)
+    with caplog.at_level(logging.WARNING, logger="ipylsp"):
+        store = Store(path)
+    try:
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warnings) == 1 and "rebuilt" in warnings[0].getMessage()
+        assert store.get_diagnostics("/w/1.py", "x\n", "ty") is None  # a cache: gone
+        store.put_diagnostics("/w/new.py", "y\n", "ty", DIAGS)
+        assert store.flush()
+        assert store.info()["rows"] == 1
+        assert len(list(tmp_path.glob("store.sqlite3.corrupt-*"))) == 1
+    finally:
+        store.close()
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
+from ipylsp.analysis.store import Store
+d = (Diagnostic(Range(Position(0, 0), Position(0, 1)), Severity.ERROR, "m", "s", "c", "srv"),)
+store = Store(Path(sys.argv[1]))
+sys.stdin.readline()  # both processes start writing together
+for n in range(int(sys.argv[3])):
+    store.put_diagnostics(f"/w/{sys.argv[2]}/{n}.py", str(n), "ty", d)
+assert store.flush(30)
+store.close()
+print("ok")
+"""
+
+
+def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    n = 1500
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(n)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+        for name in ("a", "b")
+    ]
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+    results = [writer.communicate(timeout=120) for writer in writers]
+    assert [(w.returncode, out, err) for w, (out, err) in zip(writers, results, strict=True)] == [
+        (0, "ok\n", ""), (0, "ok\n", ""),
+    ]
+    store = Store(path)
+    try:
+        assert store.info()["rows"] == 2 * n
+    finally:
+        store.close()
+
+
+def test_eviction_at_the_cap_keeps_the_recently_used(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store.sqlite3", max_bytes=256 * 1024)
+    try:
+        big = DIAGS * 20
+        store.put_diagnostics("/w/keep.py", "keep\n", "ty", big)
+        assert store.flush()
+        for n in range(400):
+            if n % 10 == 0:  # used again and again: never the least recently used
+                assert store.get_diagnostics("/w/keep.py", "keep\n", "ty") is not None
+            store.put_diagnostics(f"/w/{n}.py", str(n), "ty", big)
+            store.flush()
+        info = store.info()
+        assert info["bytes"] <= 256 * 1024 + 64 * 1024  # at most one batch over the cap
+        assert 0 < info["rows"] < 401
+        assert store.get_diagnostics("/w/keep.py", "keep\n", "ty") is not None
+        assert store.get_diagnostics("/w/0.py", "0", "ty") is None  # the oldest went
+    finally:
+        store.close()
+
+
+def test_clear(store: Store) -> None:
+    store.put_diagnostics("/w/a.py", "a", "ty", DIAGS)
+    store.flush()
+    store.clear()
+    assert store.info()["rows"] == 0
