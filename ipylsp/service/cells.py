@@ -33,8 +33,8 @@ from ipylsp.analysis.cells.document import (
     CellDocument,
     CellHistory,
     make_cell,
+    unbound_loads,
 )
-from ipylsp.analysis.cells.document import unbound_loads as unbound_loads
 from ipylsp.analysis.cells.locate import UNUSED_IMPORT, Kernel, by_cell
 from ipylsp.analysis.model import FileReport, Report, Unknown
 from ipylsp.lsp import roots

@@ -58,8 +58,8 @@ class KnownFiles:
 
     def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
         """Known files (all, or those of `paths`) whose disk text is not the last checked."""
-        candidates = list(self) if paths is None else [p for p in paths if p in self]
-        candidates = [p for p in candidates if p not in self._virtual]
+        candidates = (list(self) if paths is None
+                      else [p for p in paths if p in self and p not in self._virtual])
         return [p for p in candidates if read_text(p) != self._files[p].text]
 
     def forget(self, path: Path) -> None:
