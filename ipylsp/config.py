@@ -86,6 +86,17 @@ class IPyLSP(Configurable):
         config=True
     )
 
+    store = Bool(
+        True, help="Keep servers' answers in a SQLite store: no baseline round trip after a "
+        "restart, cached answers (marked) while a server is down. `ipylsp cache info|clear`."
+    ).tag(config=True)
+    store_path = Unicode(
+        "", help="The store's file (default: $IPYLSP_STORE, else <data_dir>/store.sqlite3)."
+    ).tag(config=True)
+    store_max_mb = Float(
+        64.0, min=0, help="The store's size cap in MB (least recently used answers go). 0: none."
+    ).tag(config=True)
+
     @validate("language_servers")
     def _check_language_servers(self, proposal: dict[str, Any]) -> dict[str, Any]:
         # A bare string would be read one character per server id ("ty" -> "t", "y"): every
@@ -140,6 +151,9 @@ class IPyLSP(Configurable):
             max_open_documents=int(self.max_open_documents),
             data_dir=Path(self.data_dir).expanduser() if self.data_dir else None,
             workspace_markers=tuple(str(m) for m in self.workspace_markers),
+            store=bool(self.store),
+            store_path=Path(self.store_path).expanduser() if self.store_path else None,
+            store_max_mb=float(self.store_max_mb),
         )
 
 

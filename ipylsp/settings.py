@@ -115,6 +115,13 @@ class Settings:
     install_strategy: InstallStrategy = "manual"
     data_dir: Path | None = None
     """Where ipylsp installs servers; None means the platformdirs user data dir."""
+    store: bool = True
+    """Keep servers' answers in a SQLite file (`store_path`): baselines after a restart, and
+    cached answers while a server is missing, broken or starting."""
+    store_path: Path | None = None
+    """The store's file; None: `$IPYLSP_STORE`, else `<data_dir>/store.sqlite3`."""
+    store_max_mb: float = 64.0
+    """The store's size cap; over it the least recently used answers go. 0: no cap."""
     workspace_markers: tuple[str, ...] = WORKSPACE_MARKERS
     """Files that make a directory a workspace besides a git worktree: paths in reports are
     shown relative to it, and servers are never rooted above it."""

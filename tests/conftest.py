@@ -37,6 +37,9 @@ os.environ[MARKER_VAR] = MARKER  # before any test starts anything: everything i
 SESSION_TMP = Path(tempfile.mkdtemp(prefix="ipylsp-tests-"))
 os.environ["TMPDIR"] = str(SESSION_TMP)  # pyright-*, kernels' and pytest's temp dirs go here
 tempfile.tempdir = None  # this process's tempfile reads TMPDIR again
+# The persistent store (issue 14) of every service, kernel and server extension of the run:
+# never the user's, and gone with the run. Tests of the store itself pass their own file.
+os.environ["IPYLSP_STORE"] = str(SESSION_TMP / "store.sqlite3")
 
 
 def fake_command(*flags: str) -> tuple[str, ...]:

@@ -53,6 +53,28 @@ class Range:
 
 
 @dataclass(frozen=True, slots=True)
+class Cached:
+    """Where a diagnostic came from the store instead of a live server (issue 14): when the
+    server answered, and whether the file's text has changed since (`stale`)."""
+
+    written_at: float
+    stale: bool = False
+
+    def label(self, now: float) -> str:
+        """`cached 3 min ago` (`, stale` when the text changed since)."""
+        age = max(0.0, now - self.written_at)
+        if age < 60:
+            ago = f"{int(age)} s"
+        elif age < 3600:
+            ago = f"{int(age // 60)} min"
+        elif age < 2 * 86400:
+            ago = f"{int(age // 3600)} h"
+        else:
+            ago = f"{int(age // 86400)} days"
+        return f"cached {ago} ago" + (", stale" if self.stale else "")
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     """One problem, in characters, tagged with the server that reported it."""
 
@@ -62,6 +84,8 @@ class Diagnostic:
     source: str | None = None
     code: str | None = None
     server_id: str = ""
+    cached: Cached | None = None
+    """Not a live answer: the server's stored one (`Cached`)."""
 
     def sort_key(self) -> tuple[int, int, int, str, str]:
         return (

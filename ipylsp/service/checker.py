@@ -27,6 +27,7 @@ from ipylsp.service.known import KnownFile, KnownFiles
 from ipylsp.service.pool import ClientPool, Slot
 from ipylsp.service.reports import display_path, file_report, merge_reports
 from ipylsp.service.resolver import Resolver
+from ipylsp.service.stored import Answers
 from ipylsp.settings import Settings
 from ipylsp.spec import InstallRecipe, ServerSpec
 
@@ -45,6 +46,8 @@ class ServerOutcome:
     baseline: tuple[Diagnostic, ...] = ()
     current: tuple[Diagnostic, ...] = ()
     unknown: Unknown | None = None
+    asked_baseline: bool = False
+    """The baseline came from the server now (so it is worth storing)."""
     cut: bool = False
     """Not answered when the check's budget ran out: said once per server for the whole
     check (`Report.unknown`), not under the file."""
@@ -91,10 +94,14 @@ class FilePlan:
 
 
 class Checker:
-    def __init__(self, settings: Settings, pool: ClientPool) -> None:
+    def __init__(
+        self, settings: Settings, pool: ClientPool, answers: Answers | None = None
+    ) -> None:
         self.pool = pool
         self.known = KnownFiles()
         self.resolver = Resolver(settings, pool)
+        self.answers = answers
+        """The persistent store (`stored`): None when off."""
 
     @property
     def settings(self) -> Settings:
@@ -162,6 +169,8 @@ class Checker:
     def needs_baseline(self, outcome: ServerOutcome, plan: FilePlan) -> bool:
         """The server must diagnose the before text first (not known from an earlier check)."""
         known = self._baseline_if_known(outcome.spec, outcome.before_text, plan.known)
+        if known is None and self.answers is not None and not plan.virtual:  # after a restart
+            known = self.answers.baseline(plan.path, outcome.before_text, outcome.spec.id)
         if known is not None:
             outcome.baseline = known
             return False
@@ -174,6 +183,7 @@ class Checker:
         _, outcome.baseline = await client.diagnostics(
             plan.path, outcome.before_text, plan.language_id, deadline=deadline
         )
+        outcome.asked_baseline = True
 
     async def ask_current(
         self,
@@ -222,14 +232,35 @@ class Checker:
         unknown = tuple(self.resolver.once(o.unknown, where) for o in said if o.unknown is not None)
         if not (plan.preflight or plan.proposed):
             self._roll_forward(plan.path, plan.new_text, outcomes, plan.known, plan.virtual)
+        if self.answers is not None and not plan.virtual:
+            introduced += self._stored(plan, outcomes, keep=not plan.preflight)
         return file_report(
             plan.path, shown_root, introduced, current, fixed, unknown,
             tuple(o.spec.id for o in said),
         )
 
+    def _stored(
+        self, plan: FilePlan, outcomes: list[ServerOutcome], *, keep: bool
+    ) -> tuple[Diagnostic, ...]:
+        """Live answers go into the store (`keep`: not a preflight's); for each server that
+        did not answer, its stored answer comes back, marked cached."""
+        assert self.answers is not None
+        cached: tuple[Diagnostic, ...] = ()
+        for o in outcomes:
+            if o.unknown is None:
+                if keep and plan.new_text is not None:
+                    self.answers.put(plan.path, plan.new_text, o.spec.id, o.current)
+                if o.asked_baseline:
+                    self.answers.put(plan.path, o.before_text, o.spec.id, o.baseline)
+            else:
+                cached += self.answers.cached(plan.path, o.spec.id, plan.new_text, o.before_text)
+        return cached
+
     def late_report(self, plan: FilePlan, outcome: ServerOutcome) -> FileReport | None:
         """A server's answer that came after its check returned: its delta, and the file's
         known results brought up to date; None when a newer check has moved on."""
+        if self.answers is not None and not (plan.virtual or plan.preflight) and plan.new_text:
+            self.answers.put(plan.path, plan.new_text, outcome.spec.id, outcome.current)
         known = self.known.catch_up(
             plan.path, plan.new_text, outcome.spec.id, outcome.current
         )

@@ -30,6 +30,7 @@ from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
 from ipylsp.service.pool import ClientPool, Slot, SlotStatus
 from ipylsp.service.reports import common_root, error_count, failed_files, known_report
+from ipylsp.service.stored import Answers, store_file
 from ipylsp.service.subscribers import ReportSink, Subscriber
 from ipylsp.settings import Settings
 
@@ -53,7 +54,8 @@ class Service:
         self._settings = settings or Settings()
         self._loop: BackgroundLoop | None = None
         self._pool = ClientPool(self._settings)
-        self._checker = Checker(self._settings, self._pool)
+        self._answers = Answers(self._settings)
+        self._checker = Checker(self._settings, self._pool, self._answers)
         self._pending = PendingChannel()
         self._sink = ReportSink(self._pending)
         self._late = LateAnswers(self._checker, self._sink)
@@ -74,6 +76,9 @@ class Service:
         self._settings = replace(self._settings, **changes)
         self._pool.settings = self._settings
         self._checker.settings = self._settings
+        if store_file(self._settings) != self._answers.file:  # `store` / `store_path` changed
+            self._answers.close()
+            self._answers = self._checker.answers = Answers(self._settings)
         if self._cells is not None:
             self._cells.cap = self._settings.cell_history
         return self._settings
@@ -463,6 +468,7 @@ class Service:
                 loop.run(self._pool.close(), self._settings.shutdown_grace * 2 + 5)
             loop.stop()
         self._checker.close()
+        self._answers.close()
         if self._cells is not None:
             self._cells.close()
         from ipylsp.lsp.locate import data_dir

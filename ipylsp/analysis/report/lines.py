@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+import time
 from collections.abc import Iterable, Sequence
 
 from ipylsp.analysis.model import Diagnostic, FileReport, Report, Severity, Unknown, UnknownReason
@@ -87,11 +88,14 @@ def source_label(diagnostic: Diagnostic) -> str:
 
 def row_parts(row: Row, *, defang: bool = True) -> tuple[str, str, str, str, str]:
     """(label, `line:column`, message, codes, sources) of one problem; codes and sources list
-    every server's of a merged row, comma-separated, "" when there are none."""
+    every server's of a merged row, comma-separated, "" when there are none. A stored answer's
+    sources end with `cached 3 min ago` (a cached row is never merged with a live one)."""
     first = row[0]
     start = first.range.start
     codes = _unique(one_line(d.code, 100, defang=defang) for d in row if d.code)
     sources = _unique(one_line(source_label(d), 100, defang=defang) for d in row)
+    if first.cached is not None:
+        sources.append(first.cached.label(time.time()))
     return (
         first.severity.label,
         f"{start.line + 1}:{start.column + 1}",

@@ -50,6 +50,8 @@ def same_problem(a: Diagnostic, b: Diagnostic) -> bool:
     """Whether `a` and `b` are one problem reported by two servers (the rule above)."""
     if a.server_id == b.server_id or a.range != b.range or not a.code or not b.code:
         return False
+    if a.cached is not None or b.cached is not None:  # a stored answer stays on its own line
+        return False
     kind = _KIND.get(a.code)
     if kind is None or kind != _KIND.get(b.code):
         return False

@@ -7,9 +7,11 @@ fixed counts, the summary), from the same selection.
 
 from __future__ import annotations
 
+import datetime
+import time
 from collections.abc import Iterable, Sequence
 
-from ipylsp.analysis.model import Diagnostic, Report, Severity, Unknown
+from ipylsp.analysis.model import Cached, Diagnostic, Report, Severity, Unknown
 from ipylsp.analysis.report.budget import select
 from ipylsp.analysis.report.merge import merge
 from ipylsp.analysis.report.selection import FileView, FormatOptions, cap
@@ -20,7 +22,7 @@ SCHEMA = "ipylsp.diagnostics/1"
 def diagnostic_json(d: Diagnostic) -> dict[str, object]:
     """One diagnostic in schema ipylsp.diagnostics/1 (1-based; end is exclusive)."""
     r = d.range
-    return {
+    out: dict[str, object] = {
         "severity": d.severity.json_name,
         "line": r.start.line + 1,
         "column": r.start.column + 1,
@@ -30,6 +32,21 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
         "code": d.code,
         "source": d.source,
         "server": d.server_id,
+    }
+    if d.cached is not None:  # from the store, not a live server (issue 14)
+        out["cached"] = cached_json(d.cached)
+    return out
+
+
+def cached_json(cached: Cached, now: float | None = None) -> dict[str, object]:
+    """`{"source": "cache", "written_at": ISO 8601, "age_s": 180, "stale": false}`."""
+    now = time.time() if now is None else now
+    return {
+        "source": "cache",
+        "written_at": datetime.datetime.fromtimestamp(cached.written_at, datetime.UTC)
+        .isoformat(timespec="seconds"),
+        "age_s": round(max(0.0, now - cached.written_at)),
+        "stale": cached.stale,
     }
 
 
@@ -77,6 +94,8 @@ def to_json(
         )
         if f.cell is not None:  # a notebook cell's problems: "path" is "cell [n]"
             entry["cell"] = f.cell
+        if any(d.cached is not None for d in f.diagnostics):
+            entry["source"] = "cache" if all(d.cached for d in f.diagnostics) else "mixed"
         files.append(entry)
     every = [d for f in report.files for d in f.diagnostics]
     return {

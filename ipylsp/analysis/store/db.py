@@ -48,10 +48,21 @@ MIGRATIONS: tuple[str, ...] = (
 VERSION = len(MIGRATIONS)
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """An open, migrated connection; a broken file is moved aside and rebuilt once."""
+class StoreUnavailable(Exception):
+    """The file is sound but not usable now: locked past every retry, or a newer ipylsp's
+    schema. Never a reason to move it aside."""
+
+
+LOCK_RETRIES = 5
+
+
+def connect(path: Path, *, check: bool = True) -> sqlite3.Connection:
+    """An open, migrated connection; a broken file is moved aside and rebuilt once.
+    `check`: run `quick_check` (it reads every page: once per process is enough)."""
     try:
-        return _open(path)
+        return _open_retrying(path, check)
+    except StoreUnavailable:
+        raise
     except sqlite3.DatabaseError as exc:
         aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
         log.warning("ipylsp: the store %s is unreadable (%s); moved to %s and rebuilt",
@@ -60,10 +71,31 @@ def connect(path: Path) -> sqlite3.Connection:
             part = Path(f"{path}{suffix}")
             if part.exists():
                 part.replace(Path(f"{aside}{suffix}"))
-        return _open(path)
+        return _open_retrying(path, check)
 
 
-def _open(path: Path) -> sqlite3.Connection:
+def _open_retrying(path: Path, check: bool) -> sqlite3.Connection:
+    """Two processes creating the file at once: switching it to WAL takes a lock the busy
+    handler does not wait for, so a locked open is tried again (briefly), not taken for
+    corruption."""
+    for attempt in range(LOCK_RETRIES):
+        try:
+            return _open(path, check)
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise
+            if attempt == LOCK_RETRIES - 1:
+                raise StoreUnavailable(f"{path} stays locked: {exc}") from None
+            time.sleep(0.05 * (attempt + 1))  # a retry's backoff, not a synchronization
+    raise AssertionError("unreachable")
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _open(path: Path, check: bool) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                            check_same_thread=False)
@@ -71,7 +103,7 @@ def _open(path: Path) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-        if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+        if check and conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
             raise sqlite3.DatabaseError("quick_check failed")
         _migrate(conn)
     except BaseException:
@@ -84,8 +116,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then see it done
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > VERSION:
-            raise sqlite3.DatabaseError(f"schema {version} is newer than this ipylsp's {VERSION}")
+        if version > VERSION:  # a newer ipylsp's file: left alone
+            raise StoreUnavailable(f"schema {version} is newer than this ipylsp's {VERSION}")
         for step in range(version, VERSION):
             for statement in MIGRATIONS[step].split(";"):
                 if statement.strip():

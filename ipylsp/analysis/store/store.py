@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 import threading
@@ -22,7 +23,9 @@ EVICT_FRACTION = 0.2
 """Over the cap, the least recently used fifth of the answers goes (not one row per write)."""
 
 
+@functools.lru_cache(maxsize=16)
 def text_hash(text: str) -> str:
+    """A check hashes the same text once per server and lookup: the last few are kept."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
@@ -79,6 +82,30 @@ class Store:
         )
         return self._stored(path, server, found)
 
+    def latest_by_server(self, path: str) -> dict[str, Stored]:
+        """Every server's most recent answer for the file."""
+        rows = self._query_all(
+            "SELECT server, payload, text_hash, max(written_at) FROM answers"
+            " WHERE path = ? AND kind = ? GROUP BY server ORDER BY server",
+            (path, DIAGNOSTICS),
+        )
+        found: dict[str, Stored] = {}
+        for server, payload, hashed, written_at in rows:
+            stored = self._stored(path, server, (payload, hashed, written_at))
+            if stored is not None:
+                found[server] = stored
+        return found
+
+    def paths(self, under: str = "", limit: int = 1000) -> list[str]:
+        """Files with stored diagnostics, `under` a directory (all when ""), sorted."""
+        prefix = under.rstrip("/") + "/" if under else ""
+        rows = self._query_all(
+            "SELECT DISTINCT path FROM answers WHERE kind = ? AND substr(path, 1, ?) = ?"
+            " ORDER BY path LIMIT ?",
+            (DIAGNOSTICS, len(prefix), prefix, limit),
+        )
+        return [str(row[0]) for row in rows]
+
     def info(self) -> dict[str, Any]:
         found = self._query("SELECT count(*), count(DISTINCT path) FROM answers", ())
         rows, files = found if found is not None else (0, 0)
@@ -112,6 +139,13 @@ class Store:
             except sqlite3.Error:
                 return None  # a cache miss, never an exception into a cell
         return tuple(row) if row is not None else None
+
+    def _query_all(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return [tuple(row) for row in self._read.execute(sql, args).fetchall()]
+            except sqlite3.Error:
+                return []
 
     def _stored(self, path: str, server: str, found: tuple[Any, ...] | None) -> Stored | None:
         if found is None:

@@ -51,7 +51,7 @@ class Writer:
 
     def _run(self) -> None:
         try:
-            conn = connect(self._path)
+            conn = connect(self._path, check=False)  # the reader's open checked it
         except Exception:
             log.exception("ipylsp: the store %s cannot be opened; nothing is stored", self._path)
             conn = None

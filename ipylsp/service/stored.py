@@ -1,0 +1,120 @@
+"""The service's side of the persistent store (issue 14): which file it is, what a check
+writes to it, and what a check reads back.
+
+- Every live answer for a file's text is kept (`put`), from the loop: a queue put, the disk
+  write happens on the store's writer thread.
+- `baseline`: after a kernel restart, a file whose before text has a stored answer needs no
+  baseline round trip.
+- `cached`: a server that did not answer (missing, broken, starting, cut by the budget) is
+  still an UNKNOWN, and its stored answer for the file comes with it, each diagnostic marked
+  `Cached` (stale when the file's text is not the one it answered for).
+
+The store opens on first use and never raises: a store that cannot be opened is off for this
+service, with one warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from ipylsp.analysis import delta as delta_mod
+from ipylsp.analysis.model import Cached, Diagnostic
+from ipylsp.analysis.store import Store, Stored
+from ipylsp.lsp.locate import data_dir
+from ipylsp.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "IPYLSP_STORE"
+"""A store file for every process that inherits it (kernels, the Jupyter server, the CLI)."""
+
+
+def store_file(settings: Settings) -> Path | None:
+    """`Settings.store_path`, else `$IPYLSP_STORE`, else `<data_dir>/store.sqlite3`; None: off."""
+    if not settings.store:
+        return None
+    if settings.store_path is not None:
+        return settings.store_path
+    env = os.environ.get(ENV_VAR, "")
+    if env:
+        return Path(env).expanduser()
+    return data_dir(settings) / "store.sqlite3"
+
+
+def mark(diagnostics: Sequence[Diagnostic], stored: Stored, text: str | None) -> tuple[
+    Diagnostic, ...
+]:
+    """`diagnostics` of a stored answer, each marked as cached (stale unless for `text`)."""
+    cached = Cached(stored.written_at, stored.stale(text))
+    return tuple(replace(d, cached=cached) for d in diagnostics)
+
+
+class Answers:
+    """One service's handle on the store file."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._file = store_file(settings)
+        self._max_bytes = int(settings.store_max_mb * 1024 * 1024)
+        self._store: Store | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def file(self) -> Path | None:
+        return self._file
+
+    def store(self) -> Store | None:
+        """The open store, opened now if need be; None when off or unopenable."""
+        with self._lock:
+            if self._store is None and self._file is not None:
+                try:
+                    self._store = Store(self._file, self._max_bytes)
+                except Exception as exc:  # unwritable dir, disk full, ...: the store is a cache
+                    log.warning("ipylsp: the store %s cannot be used (%s); answers are not kept",
+                                self._file, exc)
+                    self._file = None
+            return self._store
+
+    def put(self, path: Path, text: str, server: str, diagnostics: Sequence[Diagnostic]) -> None:
+        store = self.store()
+        if store is not None:
+            store.put_diagnostics(str(path), text, server, diagnostics)
+
+    def baseline(self, path: Path, text: str, server: str) -> tuple[Diagnostic, ...] | None:
+        """The server's stored answer for exactly `text`, or None."""
+        store = self.store()
+        found = store.get_diagnostics(str(path), text, server) if store is not None else None
+        return None if found is None else found.diagnostics
+
+    def cached(
+        self, path: Path, server: str, new_text: str | None, before_text: str
+    ) -> tuple[Diagnostic, ...]:
+        """What to show for a server that did not answer: its last answer for the file, marked.
+
+        Stored for exactly the new text, and for the before text too: its delta, as live. Any
+        other stored answer: all of it, stale (the store cannot tell what the write changed)."""
+        store = self.store()
+        if store is None:
+            return ()
+        latest = store.latest(str(path), server)
+        if latest is None:
+            return ()
+        shown = latest.diagnostics
+        if not latest.stale(new_text) and new_text is not None:
+            before = store.get_diagnostics(str(path), before_text, server) if before_text else None
+            baseline = () if not before_text else None if before is None else before.diagnostics
+            if baseline is not None:
+                shown = delta_mod.compute_delta(
+                    before_text, new_text, baseline, latest.diagnostics
+                ).introduced
+        return mark(shown, latest, new_text)
+
+    def close(self) -> None:
+        with self._lock:
+            store, self._store, self._file = self._store, None, None
+        if store is not None:
+            store.close()

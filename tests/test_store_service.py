@@ -1,0 +1,178 @@
+"""The persistent store in the service (issue 14), on real ty: a restarted service takes its
+baselines from the store (the wire says so), and a server that is down, broken or still
+starting is an UNKNOWN that comes with its stored answer, marked cached (and stale when the
+file changed since)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from ipylsp.analysis.model import UnknownReason
+from ipylsp.analysis.report import FormatOptions, format_text, to_json
+from ipylsp.lsp import locate
+from ipylsp.service.service import Service
+from ipylsp.settings import Settings
+from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
+from tests.conftest import fake_command
+from tests.real_servers import DATA_DIR, require, workspace, write
+
+TAP = Path(__file__).parent / "fixtures" / "lsp_tap.py"
+V1 = "x: int = 1\nprint(undefined_a)\n"
+V2 = "x: int = 1\nprint(undefined_a)\nprint(undefined_b)\n"
+V3 = "# a comment moves every line\nx: int = 1\nprint(undefined_a)\nprint(undefined_b)\n"
+UNDEFINED = "Name `{}` used when not defined [unresolved-reference] (ty"
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    require("ty")
+    return workspace(tmp_path, monkeypatch)
+
+
+def ty_settings(store: Path | None, *, command: tuple[str, ...] = ()) -> Settings:
+    settings = Settings(
+        language_servers={"python": ("ty",)}, data_dir=DATA_DIR, wait_budget=30.0,
+        store=store is not None, store_path=store,
+    )
+    if command:
+        settings = replace(settings, servers={"ty": ServerOverride(command=command)})
+    return settings
+
+
+def tapped_ty(log: Path) -> tuple[str, ...]:
+    spec = require("ty")
+    command = locate.resolve(spec, DATA_DIR).command
+    assert command is not None
+    return (sys.executable, str(TAP), str(log), "--", *command)
+
+
+def text(report: Any) -> str:
+    return format_text(report, FormatOptions(severity="all"))
+
+
+def test_a_restarted_service_takes_its_baselines_from_the_store(
+    root: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store.sqlite3"
+    path = write(root, "app.py", V1)
+    with Service(ty_settings(store)) as first:  # the kernel before the restart
+        assert "undefined_a" in text(first.check(path, before=""))
+    path.write_text(V2)
+    wires: dict[bool, list[str]] = {}
+    shown: dict[bool, str] = {}
+    for store_on in (True, False):  # after the restart, with and without the store
+        log = tmp_path / f"wire-{store_on}.log"
+        with Service(ty_settings(store if store_on else None, command=tapped_ty(log))) as after:
+            shown[store_on] = text(after.check(path, before=V1))
+        wires[store_on] = [
+            m for m in log.read_text().splitlines() if m.startswith("textDocument/")
+        ]
+    expected = f'<diagnostics file="app.py">\nERROR [3:7] {UNDEFINED.format("undefined_b")})\n'
+    assert shown[True] == shown[False]
+    assert shown[True].startswith(expected)
+    assert wires[False] == [
+        "textDocument/didOpen", "textDocument/diagnostic",  # the baseline: V1
+        "textDocument/didChange", "textDocument/didSave", "textDocument/diagnostic",  # V2
+    ]
+    assert wires[True] == [  # V2 only
+        "textDocument/didOpen", "textDocument/didSave", "textDocument/diagnostic",
+    ]
+
+
+def stored_by_ty(store: Path, path: Path, *texts: str) -> None:
+    """A live ty answers for each text in turn (each text's before is the previous one)."""
+    with Service(ty_settings(store)) as live:
+        before = ""
+        for body in texts:
+            path.write_text(body)
+            live.check(path, before=before)
+            before = body
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [(("no-such-ty", "server"), UnknownReason.NOT_INSTALLED),
+     (("/bin/false",), UnknownReason.CRASHED)],
+    ids=["missing", "crashing"],
+)
+def test_a_server_that_is_down_answers_from_the_store_marked_cached(
+    root: Path, tmp_path: Path, command: tuple[str, ...], reason: UnknownReason
+) -> None:
+    store = tmp_path / "store.sqlite3"
+    path = write(root, "app.py", V1)
+    stored_by_ty(store, path, V1, V2)
+    with Service(ty_settings(store, command=command)) as down:
+        exact = down.check(path, before=V1)  # the text ty last answered for: its delta
+        path.write_text(V3)
+        stale = down.check(path, before=V2)  # changed since: everything ty said, stale
+    (file,) = exact.files
+    assert [u.reason for u in file.unknown] == [reason]
+    lines = text(exact).splitlines()
+    assert re.fullmatch(
+        re.escape(f"ERROR [3:7] {UNDEFINED.format('undefined_b')}, cached ") + r"\d+ s ago\)",
+        lines[1],
+    ), lines
+    assert lines[0] == '<diagnostics file="app.py">' and lines[2].startswith("UNKNOWN [ty]")
+    entry = cast("list[dict[str, Any]]", to_json(exact)["files"])[0]
+    assert entry["source"] == "cache"
+    (diagnostic,) = entry["diagnostics"]
+    assert diagnostic["line"] == 3 and diagnostic["server"] == "ty"
+    assert diagnostic["cached"]["source"] == "cache" and diagnostic["cached"]["stale"] is False
+    stale_lines = [line for line in text(stale).splitlines() if line.startswith("ERROR")]
+    assert [re.sub(r"cached \d+ s ago", "cached N s ago", line) for line in stale_lines] == [
+        f"ERROR [2:7] {UNDEFINED.format('undefined_a')}, cached N s ago, stale)",
+        f"ERROR [3:7] {UNDEFINED.format('undefined_b')}, cached N s ago, stale)",
+    ]  # V2's positions: the store cannot move them onto a text it never saw
+
+
+def test_a_live_answer_wins_and_refreshes_the_store(root: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store.sqlite3"
+    path = write(root, "app.py", V1)
+    stored_by_ty(store, path, V1)
+    with Service(ty_settings(store)) as live:
+        path.write_text(V2)
+        report = live.check(path, before=V1)
+    assert all(d.cached is None for f in report.files for d in f.diagnostics)
+    with Service(ty_settings(store, command=(str(tmp_path / "no-such-ty"),))) as down:
+        report = down.check(path, before=V1)
+    assert [(d.range.start.line, d.cached is not None and not d.cached.stale)
+            for f in report.files for d in f.diagnostics] == [(2, True)]
+
+
+def fake_shell(*flags: str, store: Path) -> Settings:
+    spec = ServerSpec(id="fake", name="Fake", languages=("shellscript",),
+                      command=fake_command(*flags), install=InstallRecipe("path"))
+    return Settings(language_servers={"shellscript": ("fake",)}, extra_specs=(spec,),
+                    store_path=store, wait_budget=5.0)
+
+
+def test_a_server_still_starting_is_cut_and_answers_from_the_store(tmp_path: Path) -> None:
+    """Still starting on demand needs a fixture: a server that never finishes initialize."""
+    store = tmp_path / "store.sqlite3"
+    path = tmp_path / "job.sh"
+    path.write_text("ERROR:stored answer\n")
+    with Service(fake_shell(store=store)) as live:
+        assert live.check(path, before="").has_problems
+    with Service(fake_shell("--hang-initialize", store=store)) as starting:
+        report = starting.check(path, before="", timeout=0.5)
+    (diagnostic,) = report.files[0].diagnostics
+    assert diagnostic.message.endswith("stored answer") and diagnostic.cached is not None
+    assert not diagnostic.cached.stale
+    unknown = (*report.unknown, *report.files[0].unknown)
+    assert [u.reason for u in unknown] == [UnknownReason.TIMED_OUT]
+
+
+def test_the_store_off_keeps_nothing(root: Path, tmp_path: Path) -> None:
+    path = write(root, "app.py", V1)
+    with Service(ty_settings(None)) as live:
+        live.check(path, before="")
+    assert not (tmp_path / "store.sqlite3").exists()
+    with Service(ty_settings(None, command=(str(tmp_path / "no-such-ty"),))) as down:
+        report = down.check(path, before="")
+    assert report.files[0].diagnostics == ()
