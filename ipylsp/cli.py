@@ -73,6 +73,23 @@ def _parser() -> argparse.ArgumentParser:
         help="the file's text before the edit: report only what the edit introduced",
     )
 
+    stored = sub.add_parser(
+        "diagnostics",
+        help="what the store holds for files, with no server running (exit 1 when errors)",
+    )
+    stored.add_argument(
+        "path", nargs="?", type=Path, default=None, metavar="PATH",
+        help="a file, or a directory for every stored file under it (default: the current one)",
+    )
+    stored.add_argument("--json", action="store_true", help="the ipylsp.diagnostics/1 schema")
+    stored.add_argument(
+        "--severity", choices=("error", "warning", "all"),
+        help="lowest severity shown (default: IPyLSP.severity, error)",
+    )
+
+    cache = sub.add_parser("cache", help="the store of servers' answers: info, or clear it")
+    cache.add_argument("action", choices=("info", "clear"))
+
     mcp = sub.add_parser("mcp", help="serve the agent tools over MCP (stdio)")
     mcp.add_argument(
         "--root", type=Path, default=None, metavar="DIR",
@@ -133,6 +150,10 @@ def _main(argv: Sequence[str] | None, out: TextIO) -> int:
             return _install(settings, out, args.server_ids, install_all=args.all)
         if args.command == "check":
             return _check(settings, out, args)
+        if args.command == "diagnostics":
+            return _stored(settings, out, args)
+        if args.command == "cache":
+            return _cache(settings, out, args.action)
         if args.command == "mcp":
             return _mcp(settings, args)
     except KeyboardInterrupt:
@@ -232,6 +253,47 @@ def _install_printer(out: TextIO) -> InstallProgress:
 
 CLI_MORE_HINT = "check fewer files at a time"
 """How a cut text report gets the rest from the CLI (the notebook says `%lsp pending`)."""
+
+
+def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
+    """`ipylsp diagnostics [PATH]`: the store's answers; no server starts."""
+    from ipylsp.analysis import report as fmt
+    from ipylsp.service.service import Service
+
+    path = args.path if args.path is not None else Path.cwd()
+    if not path.exists():
+        print(f"ipylsp diagnostics: no such file or directory: {path}", file=sys.stderr)
+        return EXIT_FAILURE
+    settings = dataclasses.replace(settings, severity=args.severity or settings.severity)
+    with Service(settings) as service:
+        report = service.diagnostics(path, cached=True)
+    options = fmt.FormatOptions.from_settings(settings, more_hint="")
+    if args.json:
+        print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
+    else:
+        text = fmt.format_text(report, options)
+        if text:
+            print(text, file=out)
+    views = fmt.select(report, options)
+    return EXIT_PROBLEMS if any(v.shown or v.omitted for v in views) else EXIT_CLEAN
+
+
+def _cache(settings: Settings, out: TextIO, action: str) -> int:
+    """`ipylsp cache info|clear`."""
+    from ipylsp.service.service import Service
+
+    with Service(settings) as service:
+        info = service.store_info(clear=action == "clear")
+    if info.get("path") is None:
+        print("ipylsp: the store is off (IPyLSP.store = False)", file=out)
+        return EXIT_CLEAN
+    size = f"{float(str(info['bytes'])) / 1e6:.1f} MB"
+    what = f"{info['rows']} answers for {info['files']} files"
+    if action == "clear":
+        print(f"cleared {what} ({size}) from {info['path']}", file=out)
+    else:
+        print(f"{info['path']}: {what}, {size} (schema {info['schema']})", file=out)
+    return EXIT_CLEAN
 
 
 def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:

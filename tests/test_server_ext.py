@@ -5,6 +5,7 @@ server's root, and a check through HTTP equals the same check in process."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,3 +154,22 @@ async def test_diagnostics_status_and_tools(
     assert (code, missing["error_code"]) == (404, "unknown_tool")
     code, bad = await call(jp_fetch, "GET", "tools", format="xml")
     assert (code, bad["error"]["code"]) == (400, "invalid_argument")
+
+
+async def test_diagnostics_from_the_store_start_no_server(
+    jp_fetch: Any, jp_root_dir: Path, app_py: Path, stop_state: None
+) -> None:
+    """A kernel's answers (here: a Service of this process on the same store, as a kernel
+    would be) are read by the server extension with no server of its own (issue 14)."""
+    settings = Settings(language_servers={"python": ["ty"]}, data_dir=DATA_DIR)
+    with Service(settings) as kernel_side:
+        kernel_side.check(app_py, before="")
+    code, stored = await call(jp_fetch, "GET", "diagnostics", path="app.py", cached="1")
+    assert code == 200, stored
+    (entry,) = stored["files"]
+    assert (entry["path"], entry["source"]) == ("app.py", "cache")
+    assert [(d["line"], d["code"], d["cached"]["stale"]) for d in entry["diagnostics"]] == [
+        (4, "invalid-argument-type", False), (5, "unresolved-reference", False),
+    ]
+    code, status = await call(jp_fetch, "GET", "status")
+    assert [row for row in status["servers"] if row["owner"] == os.getpid()] == []

@@ -422,3 +422,21 @@ def test_a_typo_in_language_servers_is_reported_not_silent(
     assert report.files[0].unknown[0].detail == (
         "no server named 'fakee' (IPyLSP.language_servers; see `ipylsp list`)"
     )
+
+
+def test_a_server_configured_anew_runs_its_new_command_once_stopped(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    """`%config IPyLSP.servers = {...}` after a server ran: the running one is kept, and once
+    stopped the new command starts (the pool's slot used to keep the old command forever)."""
+    from ipylsp.spec import ServerOverride
+
+    service = make(service_factory, settings(wait_budget=1.0, initialize_timeout=0.5))
+    path = workspace / "again.sh"
+    path.write_text("ERROR:first\n")
+    assert unknowns(service.check(path, before="")) == []
+    service.configure(servers={"fake": ServerOverride(command=fake_command("--hang-initialize"))})
+    path.write_text("ERROR:second\n")
+    assert unknowns(service.check(path, before="")) == []  # still the running one
+    assert service.stop() == 1
+    assert unknowns(service.check(path, before="")) == [("fake", UnknownReason.TIMED_OUT)]

@@ -52,6 +52,12 @@ def tapped_ty(log: Path) -> tuple[str, ...]:
     return (sys.executable, str(TAP), str(log), "--", *command)
 
 
+def wire(log: Path, name: str) -> list[str]:
+    """The methods the client sent about the document `name` (the tap's log)."""
+    rows = [line.split("\t") for line in log.read_text().splitlines()]
+    return [method for method, about in rows if about == name]
+
+
 def text(report: Any) -> str:
     return format_text(report, FormatOptions(severity="all"))
 
@@ -70,9 +76,7 @@ def test_a_restarted_service_takes_its_baselines_from_the_store(
         log = tmp_path / f"wire-{store_on}.log"
         with Service(ty_settings(store if store_on else None, command=tapped_ty(log))) as after:
             shown[store_on] = text(after.check(path, before=V1))
-        wires[store_on] = [
-            m for m in log.read_text().splitlines() if m.startswith("textDocument/")
-        ]
+        wires[store_on] = wire(log, "app.py")
     expected = f'<diagnostics file="app.py">\nERROR [3:7] {UNDEFINED.format("undefined_b")})\n'
     assert shown[True] == shown[False]
     assert shown[True].startswith(expected)
@@ -176,3 +180,60 @@ def test_the_store_off_keeps_nothing(root: Path, tmp_path: Path) -> None:
     with Service(ty_settings(None, command=(str(tmp_path / "no-such-ty"),))) as down:
         report = down.check(path, before="")
     assert report.files[0].diagnostics == ()
+
+
+def test_the_cli_reads_and_clears_the_store_with_no_server(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from ipylsp.cli import EXIT_CLEAN, EXIT_FAILURE, EXIT_PROBLEMS, main
+
+    store = tmp_path / "cli.sqlite3"
+    monkeypatch.setenv("IPYLSP_STORE", str(store))
+    monkeypatch.chdir(root)
+    first = write(root, "pkg/a.py", V1)
+    write(root, "pkg/b.py", "print(undefined_c)\n")
+    write(root, "other.py", "print(undefined_d)\n")
+    with Service(replace(ty_settings(None), store=True)) as live:  # $IPYLSP_STORE's file
+        for path in (first, root / "pkg/b.py", root / "other.py"):
+            live.check(path, before="")
+
+    def run(*argv: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = main(["--data-dir", str(DATA_DIR), *argv], out=out)
+        return code, out.getvalue()
+
+    code, shown = run("diagnostics", "pkg")  # a directory: every stored file under it
+    assert code == EXIT_PROBLEMS
+    assert re.findall(r'file="([^"]+)"', shown) == ["pkg/a.py", "pkg/b.py"]
+    assert re.sub(r"\d+ s ago", "N s ago", shown).splitlines()[1] == (
+        f"ERROR [2:7] {UNDEFINED.format('undefined_a')}, cached N s ago)"
+    )
+    code, info = run("cache", "info")
+    assert (code, info) == (EXIT_CLEAN, f"{store}: 3 answers for 3 files, 0.0 MB (schema 1)\n")
+    assert run("diagnostics", "no/such/dir")[0] == EXIT_FAILURE
+    code, cleared = run("cache", "clear")
+    assert cleared.startswith("cleared 3 answers for 3 files")
+    assert run("diagnostics") == (EXIT_CLEAN, f"ipylsp: nothing stored for {root}\n")
+
+
+def test_an_agent_gets_stored_answers_while_the_server_is_down(
+    root: Path, tmp_path: Path
+) -> None:
+    from ipylsp.agent import Toolbox
+
+    store = tmp_path / "store.sqlite3"
+    path = write(root, "app.py", V1)
+    stored_by_ty(store, path, V1)
+    with Service(ty_settings(store, command=("no-such-ty", "server"))) as down:
+        box = Toolbox(down, root)
+        fallback = box.call("lsp_diagnostics", {"path": "app.py"})
+        only_store = box.call("lsp_diagnostics", {"cached": True})
+    for result in (fallback, only_store):
+        assert result.ok, result.text
+        assert re.sub(r"\d+ s ago", "N s ago", result.text).splitlines()[:2] == [
+            '<diagnostics file="app.py">',
+            f"ERROR [2:7] {UNDEFINED.format('undefined_a')}, cached N s ago)",
+        ]
+        assert result.data["files"][0]["source"] == "cache"

@@ -92,6 +92,11 @@ def _parser() -> _Parser:
     )
     diagnostics = add("diagnostics", "last known diagnostics (no round trip)")
     diagnostics.add_argument("path", nargs="?", help="one file (default: all checked)")
+    diagnostics.add_argument(
+        "--cached", action="store_true",
+        help="from the store (any kernel's answers, no server needed); PATH may be a "
+        "directory (default: the current one)",
+    )
     for name in FEATURES:
         cmd = add(name, f"{name} at PATH:LINE:COL (1-based)")
         cmd.add_argument(
@@ -100,6 +105,8 @@ def _parser() -> _Parser:
     symbols = add("symbols", "the symbols of a file")
     symbols.add_argument("path", help="the file")
     add("pending", "problems not yet handed over, then forget them")
+    cache = add("cache", "the store of servers' answers: its size, or clear it")
+    cache.add_argument("action", choices=("info", "clear"))
     add("on", "check cells and the files they write")
     add("off", "stop checking cells and the files they write")
     return parser
@@ -132,7 +139,7 @@ class LspMagics(Magics):
     def lsp(self, line: str, cell: str | None = None) -> Any:
         """Language servers: %lsp status | list | install | which | start | stop | restart |
         check | check_cell | diagnostics | hover | definition | references | completions |
-        symbols | pending | on | off  (each with -h)."""
+        symbols | pending | cache | on | off  (each with -h)."""
         parts = line.strip().split(None, 1)  # the code is taken as written, not shell-split
         is_check_cell = bool(parts) and parts[0] == "check_cell"
         rest = parts[1] if len(parts) > 1 else ""
@@ -236,7 +243,9 @@ class LspMagics(Magics):
                           "the cell: no new problems (nothing was run)")
 
     def _diagnostics(self, args: argparse.Namespace) -> ReportView:
-        report = self.checks.service.diagnostics(args.path)
+        report = self.checks.service.diagnostics(args.path, cached=args.cached)
+        if args.cached:
+            return ReportView(report, options_for(self.checks.config), "no stored problems")
         return ReportView(report, options_for(self.checks.config),
                           "no known problems" if report.files else "nothing checked yet")
 
@@ -264,6 +273,16 @@ class LspMagics(Magics):
             raise UsageError(f"%lsp symbols: no such file: {args.path}")
         result = self.checks.service.feature("symbols", args.path)
         return TextView(result.format(Path.cwd()))
+
+    def _cache(self, args: argparse.Namespace) -> TextView:
+        info = self.checks.service.store_info(clear=args.action == "clear")
+        if info.get("path") is None:
+            return TextView("the store is off (IPyLSP.store = False)")
+        what = (f"{info['rows']} answers for {info['files']} files, "
+                f"{float(str(info['bytes'])) / 1e6:.1f} MB")
+        if args.action == "clear":
+            return TextView(f"cleared {what} from {info['path']}")
+        return TextView(f"{info['path']}: {what} (schema {info['schema']})")
 
     def _pending(self, args: argparse.Namespace) -> ReportView:
         # The channel hands over what these options show and keeps the rest (its note says

@@ -117,12 +117,15 @@ class CheckHandler(IPyLSPHandler):
 
 class DiagnosticsHandler(IPyLSPHandler):
     """`?path=`: one file's current problems (checked first when unknown or changed on
-    disk); without it, every file this server has checked."""
+    disk); without it, every file this server has checked. `&cached=1`: what the store holds
+    (any kernel's answers; `path` may be a directory), no server started."""
 
     @web.authenticated
     @authorized
     async def get(self) -> None:
         arguments: dict[str, Any] = {"severity": self.get_argument("severity", "all")}
+        if self.get_argument("cached", "0") not in ("0", "false", ""):
+            arguments["cached"] = True
         path = self.get_argument("path", None)
         if path is not None:
             arguments["path"] = path

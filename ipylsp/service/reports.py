@@ -7,7 +7,7 @@ merge the same reports.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -90,20 +90,37 @@ def common_root(paths: Iterable[Path], markers: tuple[str, ...]) -> Path | None:
     return found.pop() if len(found) == 1 else None
 
 
-def known_report(known: KnownFiles, paths: Iterable[Path], markers: tuple[str, ...]) -> Report:
-    """The last known diagnostics of `paths` (those known), no server round trip."""
+StandIn = Callable[[Path, str, str], tuple[Diagnostic, ...]]
+"""(path, server, text) -> the server's stored answer for the file, marked cached."""
+
+
+def known_report(
+    known: KnownFiles, paths: Iterable[Path], markers: tuple[str, ...],
+    stand_in: StandIn | None = None,
+) -> Report:
+    """The last known diagnostics of `paths` (those known), no server round trip. A server
+    that did not answer for the last text is an UNKNOWN (never a silent clean), with its stored
+    answer when `stand_in` has one."""
     files = []
     for path in paths:
         entry = known.get(path)
         if entry is None:
             continue
         everything = tuple(d for ds in entry.results.values() for d in ds)
+        cached = tuple(
+            d for server in entry.missed for d in (stand_in(path, server, entry.text)
+                                                   if stand_in is not None else ())
+        )
         files.append(
             FileReport(
                 path=path,
                 display_path=display_path(path, display_root(path, markers)),
-                diagnostics=everything,
+                diagnostics=everything + cached,
                 current=everything,
+                unknown=tuple(
+                    Unknown(server, UnknownReason.FAILED, "no answer for the file's last text")
+                    for server in entry.missed
+                ),
                 servers=tuple(entry.results),
             )
         )

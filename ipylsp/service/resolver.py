@@ -62,9 +62,14 @@ class Resolver:
                 registry.install_hint(spec),
             )
         root = roots.find_root(path, spec.root_markers, git_worktree=gate)
-        return self.pool.find(spec.id, root) or self.pool.add(
-            pyenv.for_server(spec, root, ceiling=gate), root, resolution.command
-        )
+        found = self.pool.find(spec.id, root)
+        if found is not None and (
+            found.command == resolution.command  # the same server as configured now
+            or (found.client is not None and found.client.alive)  # running: kept until stopped
+            or found.starting is not None
+        ):  # else a stopped server whose command was configured anew: the new one starts
+            return found
+        return self.pool.add(pyenv.for_server(spec, root, ceiling=gate), root, resolution.command)
 
     def running(self, path: Path) -> list[tuple[str, LanguageClient]]:
         """(server id, client) of the running servers that serve `path` (none are started)."""

@@ -30,7 +30,7 @@ from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
 from ipylsp.service.pool import ClientPool, Slot, SlotStatus
 from ipylsp.service.reports import common_root, error_count, failed_files, known_report
-from ipylsp.service.stored import Answers, store_file
+from ipylsp.service.stored import Answers, clear_store, store_file, store_info, stored_report
 from ipylsp.service.subscribers import ReportSink, Subscriber
 from ipylsp.settings import Settings
 
@@ -352,11 +352,26 @@ class Service:
         it: what a status bar counts."""
         return error_count(self.diagnostics())
 
-    def diagnostics(self, path: str | os.PathLike[str] | None = None) -> Report:
-        """Last known diagnostics (no server round trip), for one file or all checked files."""
+    def diagnostics(
+        self, path: str | os.PathLike[str] | None = None, *, cached: bool = False
+    ) -> Report:
+        """Last known diagnostics (no server round trip), for one file or all checked files.
+        `cached`: from the persistent store instead (any process's answers; a directory, or
+        the current one, for every stored file under it), marked cached and maybe stale."""
+        if cached:
+            where = self._normalize(path if path is not None else os.getcwd())
+            return stored_report(self._answers, where, self._settings.workspace_markers)
         known = self._checker.known
         paths = [self._normalize(path)] if path is not None else sorted(known)
-        return known_report(known, paths, self._settings.workspace_markers)
+        return known_report(
+            known, paths, self._settings.workspace_markers,
+            lambda file, server, text: self._answers.cached(file, server, text, ""),
+        )
+
+    def store_info(self, *, clear: bool = False) -> dict[str, object]:
+        """The persistent store: its file, size, rows, files (`{"path": None}` when off).
+        `clear`: forget every answer in it (what it held is returned)."""
+        return (clear_store if clear else store_info)(self._answers)
 
     # -- servers: what there is, what runs, installs -------------------------------------------
 

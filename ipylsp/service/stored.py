@@ -23,9 +23,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from ipylsp.analysis import delta as delta_mod
-from ipylsp.analysis.model import Cached, Diagnostic
+from ipylsp.analysis.model import Cached, Diagnostic, FileReport, Report
 from ipylsp.analysis.store import Store, Stored
 from ipylsp.lsp.locate import data_dir
+from ipylsp.service.baseline import TextTooLarge, read_text
+from ipylsp.service.reports import common_root, display_path, display_root
 from ipylsp.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -118,3 +120,47 @@ class Answers:
             store, self._store, self._file = self._store, None, None
         if store is not None:
             store.close()
+
+
+def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Report:
+    """What the store holds for a file, or for every file under a directory, with no server
+    running: each server's latest answer, marked cached, stale against the text on disk now."""
+    store = answers.store()
+    if store is None:
+        return Report(notes=("ipylsp: the store is off (IPyLSP.store)",))
+    paths = [path] if not path.is_dir() else [Path(p) for p in store.paths(str(path))]
+    files = []
+    for file in paths:
+        by_server = store.latest_by_server(str(file))
+        if not by_server:
+            continue
+        try:
+            text = read_text(file)
+        except (OSError, TextTooLarge):
+            text = None
+        shown = tuple(
+            d for stored in by_server.values() for d in mark(stored.diagnostics, stored, text)
+        )
+        files.append(FileReport(
+            path=file, display_path=display_path(file, display_root(file, markers)),
+            diagnostics=shown, current=shown, servers=tuple(by_server),
+        ))
+    notes = () if files else (f"ipylsp: nothing stored for {path}",)
+    return Report(files=tuple(files), root=common_root((f.path for f in files), markers),
+                  notes=notes)
+
+
+def store_info(answers: Answers) -> dict[str, object]:
+    """The store's file, size, rows and files (`ipylsp cache info`); `{"path": None}` when off."""
+    store = answers.store()
+    return {"path": None} if store is None else store.info()
+
+
+def clear_store(answers: Answers) -> dict[str, object]:
+    """Forget every stored answer (`ipylsp cache clear`); what was there before."""
+    store = answers.store()
+    if store is None:
+        return {"path": None}
+    before = store.info()
+    store.clear()
+    return before

@@ -135,13 +135,28 @@ def lsp_check_cell(box: Toolbox, args: Arguments) -> ToolResult:
 @tool(
     "lsp_diagnostics",
     "Every current problem of one file, or of every file ipylsp has checked in the "
-    "workspace. Files changed on disk since are checked again first.",
-    {"path": PATH, "severity": SEVERITY},
+    "workspace. Files changed on disk since are checked again first. A file no server can "
+    "answer for now (missing, broken, starting) gets its stored answers, marked "
+    "`cached N min ago` (and `stale` when the file changed since).",
+    {
+        "path": PATH,
+        "severity": SEVERITY,
+        "cached": {
+            "type": "boolean",
+            "description": "Only what the store holds (answers of any kernel or session, no "
+            "server started); with `path` a file or a directory, else the whole workspace.",
+        },
+    },
 )
 def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
     from ipylsp.service.batch import FileCheck
 
     service = box.service
+    if args.get("cached"):
+        where = (box.workspace.resolve(args["path"], must_exist=False) if "path" in args
+                 else box.workspace.root)
+        report = _in_workspace(box, service.diagnostics(where, cached=True))
+        return _answer(report, _options(box, args), "no stored problems")
     if "path" in args:
         path: Path | None = box.workspace.resolve(args["path"])
         assert path is not None
@@ -153,7 +168,7 @@ def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
         stale = [p for p in service.changed_on_disk() if box.workspace.contains(p)]
     if stale:
         service.check_files([FileCheck(p) for p in stale])
-    report = _in_workspace(box, service.diagnostics(path))
+    report = _in_workspace(box, service.diagnostics(path))  # stored answers stand in
     empty = "no known problems" if report.files else "nothing checked yet: lsp_check a file"
     return _answer(report, _options(box, args), empty)
 

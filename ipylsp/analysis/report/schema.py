@@ -43,7 +43,7 @@ def cached_json(cached: Cached, now: float | None = None) -> dict[str, object]:
     now = time.time() if now is None else now
     return {
         "source": "cache",
-        "written_at": datetime.datetime.fromtimestamp(cached.written_at, datetime.UTC)
+        "written_at": datetime.datetime.fromtimestamp(cached.written_at, datetime.timezone.utc)
         .isoformat(timespec="seconds"),
         "age_s": round(max(0.0, now - cached.written_at)),
         "stale": cached.stale,
