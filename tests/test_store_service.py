@@ -237,3 +237,39 @@ def test_an_agent_gets_stored_answers_while_the_server_is_down(
             f"ERROR [2:7] {UNDEFINED.format('undefined_a')}, cached N s ago)",
         ]
         assert result.data["files"][0]["source"] == "cache"
+
+
+SHAPES = (
+    "class Square:\n    def area(self) -> int:\n        return 4\n\n\n"
+    "def make() -> Square:\n    return Square()\n"
+)
+MAIN = "from shapes import make\n\nprint(make().area())\n"
+
+
+def test_outlines_and_definitions_by_name_come_from_the_store(root: Path, tmp_path: Path) -> None:
+    from ipylsp.agent import Toolbox
+
+    store = tmp_path / "store.sqlite3"
+    shapes = write(root, "shapes.py", SHAPES)
+    main = write(root, "main.py", MAIN)
+    with Service(ty_settings(store)) as live:
+        outline = live.feature("symbols", shapes)
+    assert [s.name for s in outline.symbols] == ["Square", "area", "make"]
+    with Service(ty_settings(store, command=("no-such-ty", "server"))) as down:
+        cached = down.feature("symbols", shapes)
+        definition = down.feature("definition", main, 2, 6)  # `make` in main.py
+        box = Toolbox(down, root)
+        by_name = box.call("lsp_definition", {"symbol": "area"})
+        shapes.write_text("# moved\n" + SHAPES)
+        stale = down.feature("symbols", shapes)
+    assert cached.symbols == outline.symbols and cached.cached is not None
+    assert not cached.cached.stale and stale.cached is not None and stale.cached.stale
+    assert re.fullmatch(
+        r"class Square \[1:7\]\n  method area \[2:9\]\nfunction make \[6:5\]\n"
+        r"\(cached \d+ s ago; ty: not installed: .*\)",
+        cached.format(root),
+    ), cached.format(root)
+    assert [(loc.path, loc.line, loc.column) for loc in definition.locations] == [(shapes, 5, 4)]
+    assert by_name.ok, by_name.text
+    assert by_name.text.splitlines()[0] == "shapes.py:2:9: def area(self) -> int:"
+    assert by_name.data["source"] == "cache"

@@ -12,6 +12,7 @@ and code-point columns.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -20,7 +21,7 @@ from typing import Literal
 
 from ipylsp.analysis.answers import CodeAction, Completion, Location, Symbol
 from ipylsp.analysis.edits import TextEdit
-from ipylsp.analysis.model import Unknown, UnknownReason
+from ipylsp.analysis.model import Cached, Unknown, UnknownReason
 from ipylsp.lsp import features as lsp_features
 from ipylsp.lsp import languages, protocol
 from ipylsp.lsp.client import FILE_DELETED, ClientError, LanguageClient
@@ -76,11 +77,18 @@ class FeatureResult:
     """Set with `error`: why there is no answer."""
     hint: str = ""
     """With `reason` not_installed / broken: what to run to get the server."""
+    cached: Cached | None = None
+    """Not a live answer: what the store kept from servers' earlier answers (issue 14)."""
+    why_cached: str = ""
+    """With `cached`: why no server answered."""
 
     def format(self, root: Path | None = None) -> str:
         """The answer as people and agents read it: 1-based positions, paths relative to root."""
         if self.error:
             return f"{self.kind}: {self.error}"
+        if self.cached is not None:
+            live = replace(self, cached=None, why_cached="").format(root)
+            return f"{live}\n({self.cached.label(time.time())}; {self.why_cached})"
         if self.kind == "hover":
             return self.text or "(no hover information)"
         if self.kind == "completions":
@@ -306,13 +314,64 @@ async def request_feature(
             answers.append(result)
             if kind not in MERGED:
                 break
+    if answers and kind == "symbols" and checker.answers is not None:
+        workspace = checker.resolver.shown_root(path) or path.parent
+        checker.answers.put_symbols(path, text, answers[0].server_id or "", workspace,
+                                    answers[0].symbols)
     if not answers:
+        stored = _from_store(checker, kind, q) if failures.reason in _DOWN else None
+        if stored is not None:
+            return replace(stored, why_cached="; ".join(failures.errors))
         return failures.result(path)
     if kind in MERGED:
         ids = [a.server_id for a in answers if a.server_id]
         actions = tuple(action for a in answers for action in a.actions)
         return FeatureResult(kind, server_id="+".join(ids), actions=actions)
     return answers[0]
+
+
+_DOWN: frozenset[FeatureFailure | None] = frozenset(
+    {"not_installed", "broken", "timed_out", "crashed", "failed"}
+)
+"""Why no server answered, when the store may stand in."""
+
+_WORD = re.compile(r"\w+")
+
+
+def _from_store(checker: Checker, kind: str, q: Query) -> FeatureResult | None:
+    """Outlines, workspace symbols and definitions by name from what servers answered before
+    (marked cached); None when the store has nothing for it."""
+    answers = checker.answers
+    if answers is None:
+        return None
+    path = q.at.path
+    workspace = checker.resolver.shown_root(path) or path.parent
+    if kind == "symbols":
+        found = answers.outline(path)
+    elif kind == "workspace_symbols":
+        found = answers.named(workspace, q.query, prefix=True)
+    elif kind == "definition":
+        found = answers.named(workspace, _word_at(q.at.text, q.at.line, q.at.column))
+    else:
+        return None
+    if found is None:
+        return None
+    symbols, cached = found
+    if kind == "definition":
+        locations = tuple(Location(s.path, s.line, s.column) for s in symbols if s.path)
+        return FeatureResult(kind, locations=locations, cached=cached)
+    return FeatureResult(kind, symbols=symbols, cached=cached)
+
+
+def _word_at(text: str, line: int, column: int) -> str:
+    """The identifier at (line, column), or ""."""
+    lines = text.splitlines()
+    if line >= len(lines):
+        return ""
+    for match in _WORD.finditer(lines[line]):
+        if match.start() <= column <= match.end():
+            return match.group()
+    return ""
 
 
 async def _ask_one(

@@ -23,8 +23,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ipylsp.analysis import delta as delta_mod
+from ipylsp.analysis.answers import Symbol
 from ipylsp.analysis.model import Cached, Diagnostic, FileReport, Report
-from ipylsp.analysis.store import Store, Stored
+from ipylsp.analysis.store import Store, Stored, StoredSymbols
 from ipylsp.lsp.locate import data_dir
 from ipylsp.service.baseline import TextTooLarge, read_text
 from ipylsp.service.reports import common_root, display_path, display_root
@@ -54,6 +55,17 @@ def mark(diagnostics: Sequence[Diagnostic], stored: Stored, text: str | None) ->
     """`diagnostics` of a stored answer, each marked as cached (stale unless for `text`)."""
     cached = Cached(stored.written_at, stored.stale(text))
     return tuple(replace(d, cached=cached) for d in diagnostics)
+
+
+def _disk_text(path: str) -> str | None:
+    try:
+        return read_text(Path(path))
+    except (OSError, TextTooLarge):
+        return None
+
+
+def _cached(found: StoredSymbols) -> Cached:
+    return Cached(found.written_at, found.stale(_disk_text))
 
 
 class Answers:
@@ -114,6 +126,28 @@ class Answers:
                     before_text, new_text, baseline, latest.diagnostics
                 ).introduced
         return mark(shown, latest, new_text)
+
+    def put_symbols(self, path: Path, text: str, server: str, workspace: Path,
+                    symbols: Sequence[Symbol]) -> None:
+        store = self.store()
+        if store is not None:
+            store.put_symbols(str(path), text, server, str(workspace), symbols)
+
+    def outline(self, path: Path) -> tuple[tuple[Symbol, ...], Cached] | None:
+        """The file's last stored outline, and how old (stale against its text now)."""
+        store = self.store()
+        found = store.outline(str(path)) if store is not None else None
+        return None if found is None else (found.symbols, _cached(found))
+
+    def named(
+        self, workspace: Path, name: str, *, prefix: bool = False
+    ) -> tuple[tuple[Symbol, ...], Cached] | None:
+        """Symbols called `name` (`prefix`: starting with it) in the workspace's stored
+        outlines: where a definition is when no server can say."""
+        store = self.store()
+        found = (store.symbols_named(str(workspace), name, prefix=prefix)
+                 if store is not None and name else None)
+        return None if found is None else (found.symbols, _cached(found))
 
     def close(self) -> None:
         with self._lock:

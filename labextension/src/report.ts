@@ -6,7 +6,14 @@
  * Every string from a server goes in as text, never as HTML.
  */
 
-import type { IDiagnostic, IFileReport, IReport, IUnknown, Severity } from './schema';
+import type {
+  ICached,
+  IDiagnostic,
+  IFileReport,
+  IReport,
+  IUnknown,
+  Severity
+} from './schema';
 
 /** What a click on a location asks for. */
 export interface ILocation {
@@ -19,6 +26,26 @@ export interface IRenderOptions {
   resolve: (file: IFileReport) => string | null;
   /** Open a location (the renderer and the panel open the editor). */
   open: (path: string, location: ILocation) => void;
+}
+
+/**
+ * `cached 3 min ago` (`, stale` when the file changed since), as text/plain says it; the age
+ * counts from when the server answered, not from when the report was made.
+ */
+export function cachedLabel(cached: ICached, now: number = Date.now()): string {
+  const written = Date.parse(cached.written_at);
+  const age = Math.max(0, Number.isNaN(written) ? cached.age_s : (now - written) / 1000);
+  let ago: string;
+  if (age < 60) {
+    ago = `${Math.floor(age)} s`;
+  } else if (age < 3600) {
+    ago = `${Math.floor(age / 60)} min`;
+  } else if (age < 2 * 86400) {
+    ago = `${Math.floor(age / 3600)} h`;
+  } else {
+    ago = `${Math.floor(age / 86400)} days`;
+  }
+  return `cached ${ago} ago${cached.stale ? ', stale' : ''}`;
 }
 
 const LABELS = new Map<string, string>([
@@ -145,7 +172,10 @@ function renderRow(
     location.title = `${file.absolute_path} is outside the Jupyter server's root`;
   }
   const codes = joinUnique(row.map(d => d.code));
-  const sources = joinUnique(row.map(d => d.source || d.server));
+  let sources = joinUnique(row.map(d => d.source || d.server));
+  if (first.cached) {
+    sources = `${sources}, ${cachedLabel(first.cached)}`;
+  }
   const parts: HTMLElement[] = [
     element(
       'span',

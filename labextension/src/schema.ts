@@ -22,6 +22,17 @@ export interface IDiagnostic {
   server: string;
   /** On a diagnostic that repeats another server's: the index of the first one. */
   same_as?: number;
+  /** Not a live answer: the server's stored one (issue 14). */
+  cached?: ICached;
+}
+
+export interface ICached {
+  source: 'cache';
+  /** ISO 8601, when the server answered. */
+  written_at: string;
+  age_s: number;
+  /** The file's text changed since the server answered. */
+  stale: boolean;
 }
 
 export interface IUnknown {
@@ -36,6 +47,8 @@ export interface IFileReport {
   absolute_path: string;
   /** A notebook cell's entry: its execution count (`path` is then "cell [n]"). */
   cell?: number;
+  /** "cache" when every shown diagnostic is a stored answer, "mixed" when some are. */
+  source?: 'cache' | 'mixed';
   servers: string[];
   diagnostics: IDiagnostic[];
   fixed: IDiagnostic[];

@@ -306,3 +306,29 @@ def test_live_cell_problems_are_located_in_cells(lab: Lab, page: Page) -> None:
     expect(define.locator(".jp-ipylsp-fixed")).to_have_text("fixed 1 error in cell [4]",
                                                            timeout=LIVE_TIMEOUT)
     screenshot(page, "live-cell-fixed")
+
+
+def test_stored_answers_render_marked_cached(lab: Lab, page: Page) -> None:
+    """ty goes missing after it answered once: the next write's report carries ty's stored
+    answer, and the renderer marks each such line `cached N s ago` as text/plain does
+    (issue 14)."""
+    setup = ('%load_ext ipylsp\n%config IPyLSP.language_servers = {"python": ["ty"]}\n'
+             "%config IPyLSP.check_cells = False")
+    down = '%config IPyLSP.servers = {"ty": {"command": ["no-such-ty", "server"]}}\n%lsp stop'
+    again = BROKEN.replace("print(totl(basket))", "print(totl(basket))  # again")
+    nb = notebook(lab.root, "stored.ipynb", [setup, BROKEN, down, again], execute=True)
+    (bundle,) = [o["data"] for o in nb.cells[3].outputs if "data" in o]
+    plain = bundle["text/plain"].splitlines()
+    assert re.fullmatch(r"ERROR \[6:21\] .* \(ty, cached \d+ s ago, stale\)", plain[1]), plain
+    open_in_lab(page, lab, "stored.ipynb")
+    report = page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".jp-ipylsp-report")
+    cached = r" \(ty, cached \d+ (s|min) ago, stale\)"
+    expect(report.locator(".jp-ipylsp-row")).to_have_text([
+        re.compile(re.escape(
+            "ERROR shop.py:6:21 Argument to function `total` is incorrect: Expected `float`, "
+            'found `Literal["10%"]` [invalid-argument-type]') + cached),
+        re.compile(re.escape(
+            "ERROR shop.py:7:7 Name `totl` used when not defined [unresolved-reference]") + cached),
+    ])
+    expect(report.locator(".jp-ipylsp-unknown")).to_contain_text("UNKNOWN [ty] not installed")
+    screenshot(page, "stored-report")

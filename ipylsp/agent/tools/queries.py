@@ -4,6 +4,8 @@ completions; and lsp_symbols (a file's outline or a workspace search). Places co
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,9 +25,24 @@ from ipylsp.analysis.answers import Symbol
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.service.features import FeatureResult
 
 MAX_COMPLETIONS = 20
 _AT = "Point at it with `path` + `line` + `symbol` (or `column`), or a `symbol` name alone."
+
+
+def _stored(result: ToolResult, answer: FeatureResult) -> ToolResult:
+    """An answer from the store says so: `(cached 3 min ago; why)` last in the text, and
+    `data.source` "cache" with `data.cached` (issue 14)."""
+    if answer.cached is None:
+        return result
+    from ipylsp.analysis.report.schema import cached_json
+
+    note = f"({answer.cached.label(time.time())}; {answer.why_cached})"
+    return dataclasses.replace(
+        result, text=f"{result.text}\n{note}",
+        data={**result.data, "source": "cache", "cached": cached_json(answer.cached)},
+    )
 
 
 def _where(box: Toolbox, at: Target) -> dict[str, object]:
@@ -52,7 +69,7 @@ def _places(kind: str, noun: str) -> Run:
         answer = box.feature(kind, at.path, at.line, at.column)
         sources = SourceLines()
         lines = [location_line(box.workspace, loc, sources) for loc in answer.locations]
-        return ToolResult(
+        return _stored(ToolResult(
             ok=True,
             text=fit(lines, box.max_chars) if lines else f"(no {noun} found)",
             data={
@@ -61,7 +78,7 @@ def _places(kind: str, noun: str) -> Run:
                               for loc in answer.locations],
                 "server": answer.server_id,
             },
-        )
+        ), answer)
 
     return run
 
@@ -114,9 +131,11 @@ def lsp_symbols(box: Toolbox, args: Arguments) -> ToolResult:
     from ipylsp.agent.targets import one_file_per_language
 
     query = args.get("query")
+    answers: list[FeatureResult] = []
     if "path" in args:
         path = box.workspace.resolve(args["path"])
-        found = box.feature("symbols", path).symbols
+        answers.append(box.feature("symbols", path))
+        found = answers[0].symbols
         if query:
             found = tuple(s for s in found if query.lower() in s.name.lower())
         lines = [f"{'  ' * s.depth}{s.kind} {s.name}  {s.line + 1}:{s.column + 1}" for s in found]
@@ -125,13 +144,16 @@ def lsp_symbols(box: Toolbox, args: Arguments) -> ToolResult:
         found_all: dict[tuple[Path | None, int, int], Symbol] = {}
         for sample in one_file_per_language(box):
             answer = box.feature("workspace_symbols", sample, query=query or "")
+            answers.append(answer)
             for s in answer.symbols:
                 found_all.setdefault((s.path, s.line, s.column), s)
         symbols = list(found_all.values())
         lines = [symbol_line(box.workspace, s).strip() for s in symbols]
         data = [symbol_data(box.workspace, s) for s in symbols]
     text = fit(lines, box.max_chars) if lines else "(no symbols)"
-    return ToolResult(ok=True, text=text, data={"symbols": data})
+    result = ToolResult(ok=True, text=text, data={"symbols": data})
+    stored = [a for a in answers if a.cached is not None]
+    return _stored(result, stored[0]) if stored else result
 
 
 @tool(

@@ -42,6 +42,26 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (workspace, name, path, line, column)
     );
     """,
+    # 2: symbols per (file, server) as the server last answered, for outlines and names
+    """
+    DROP TABLE symbols;
+    CREATE TABLE symbols (
+        path TEXT NOT NULL,
+        server TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        line INTEGER NOT NULL,
+        column INTEGER NOT NULL,
+        depth INTEGER NOT NULL,
+        container TEXT,
+        written_at REAL NOT NULL,
+        PRIMARY KEY (path, server, seq)
+    );
+    CREATE INDEX symbols_by_name ON symbols (workspace, name);
+    """,
 )
 """Step n takes a file from `user_version` n to n + 1."""
 

@@ -7,11 +7,12 @@ import hashlib
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipylsp.analysis.answers import Symbol
 from ipylsp.analysis.model import Diagnostic
 from ipylsp.analysis.store.codec import decode, encode
 from ipylsp.analysis.store.db import VERSION, connect
@@ -39,6 +40,33 @@ class Stored:
 
     def stale(self, current_text: str | None) -> bool:
         return current_text is None or text_hash(current_text) != self.text_hash
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSymbols:
+    """Symbols from stored outlines: each with the hash of the text it was read from
+    (`hashes[path]`), the oldest answer's time."""
+
+    symbols: tuple[Symbol, ...]
+    hashes: dict[str, str]
+    written_at: float
+
+    def stale(self, read: Callable[[str], str | None]) -> bool:
+        """Any of their files' text (`read(path)`) changed since."""
+        return any(read(path) is None or text_hash(read(path) or "") != hashed
+                   for path, hashed in self.hashes.items())
+
+
+def _symbols(rows: list[tuple[Any, ...]], *, with_path: bool) -> StoredSymbols | None:
+    if not rows:
+        return None
+    symbols = tuple(
+        Symbol(str(name), str(kind), int(line), int(column), int(depth),
+               Path(path) if with_path else None, container)
+        for name, kind, line, column, depth, container, path, _, _ in rows
+    )
+    hashes = {str(row[6]): str(row[7]) for row in rows}
+    return StoredSymbols(symbols, hashes, min(float(row[8]) for row in rows))
 
 
 class Store:
@@ -105,6 +133,50 @@ class Store:
             (DIAGNOSTICS, len(prefix), prefix, limit),
         )
         return [str(row[0]) for row in rows]
+
+    def put_symbols(
+        self, path: str, text: str, server: str, workspace: str, symbols: Sequence[Symbol]
+    ) -> None:
+        """A file's outline as `server` answered it for `text` (it replaces the last one)."""
+        hashed, now = text_hash(text), time.time()
+        rows = [(path, server, hashed, workspace, seq, s.name, s.kind, s.line, s.column, s.depth,
+                 s.container, now) for seq, s in enumerate(symbols)]
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM symbols WHERE path = ? AND server = ?", (path, server))
+            conn.executemany(
+                "INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+            )
+
+        self._writer.put(write)
+
+    def outline(self, path: str) -> StoredSymbols | None:
+        """The file's last stored outline (of the server that answered last)."""
+        rows = self._query_all(
+            "SELECT name, kind, line, column, depth, container, path, text_hash, written_at"
+            " FROM symbols WHERE path = ? AND server ="
+            " (SELECT server FROM symbols WHERE path = ? ORDER BY written_at DESC LIMIT 1)"
+            " ORDER BY seq",
+            (path, path),
+        )
+        return _symbols(rows, with_path=False)
+
+    def symbols_named(
+        self, workspace: str, name: str, *, prefix: bool = False, limit: int = 100
+    ) -> StoredSymbols | None:
+        """Symbols of the workspace's stored outlines called `name` (or starting with it)."""
+        args: tuple[object, ...]
+        if prefix:
+            sql_name, args = "substr(name, 1, ?) = ?", (len(name), name)
+        else:
+            sql_name, args = "name = ?", (name,)
+        rows = self._query_all(
+            "SELECT name, kind, line, column, depth, container, path, text_hash, written_at"
+            f" FROM symbols WHERE workspace = ? AND {sql_name}"
+            " ORDER BY path, line, column LIMIT ?",
+            (workspace, *args, limit),
+        )
+        return _symbols(rows, with_path=True)
 
     def info(self) -> dict[str, Any]:
         found = self._query("SELECT count(*), count(DISTINCT path) FROM answers", ())
