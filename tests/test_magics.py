@@ -252,7 +252,7 @@ HELP = {
         '  -h, --help  show this help message and exit\n'
     ),
     'diagnostics': (
-        'usage: %lsp diagnostics [-h] [path]\n'
+        'usage: %lsp diagnostics [-h] [--cached] [path]\n'
         '\n'
         'last known diagnostics (no round trip)\n'
         '\n'
@@ -261,6 +261,8 @@ HELP = {
         '\n'
         'options:\n'
         '  -h, --help  show this help message and exit\n'
+        "  --cached    from the store (any kernel's answers, no server needed); PATH\n"
+        '              may be a directory (default: the current one)\n'
     ),
     'hover': (
         'usage: %lsp hover [-h] PATH:LINE:COL\n'
@@ -316,6 +318,17 @@ HELP = {
         '\n'
         'options:\n'
         '  -h, --help  show this help message and exit\n'
+    ),
+    'cache': (
+        'usage: %lsp cache [-h] {info,clear}\n'
+        '\n'
+        "the store of servers' answers: its size, or clear it\n"
+        '\n'
+        'positional arguments:\n'
+        '  {info,clear}\n'
+        '\n'
+        'options:\n'
+        '  -h, --help    show this help message and exit\n'
     ),
     'pending': (
         'usage: %lsp pending [-h]\n'
@@ -552,7 +565,7 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
         ("bogus", "%lsp: argument SUBCOMMAND: invalid choice: 'bogus' (choose from 'status', "
          "'list', 'install', 'which', 'start', 'stop', 'restart', 'check', 'check_cell', "
          "'diagnostics', 'hover', 'definition', 'references', 'completions', 'symbols', "
-         "'pending', 'on', 'off')"),
+         "'pending', 'cache', 'on', 'off')"),
         ("status extra", "%lsp: unrecognized arguments: extra"),
         ("'unbalanced", "%lsp: No closing quotation"),
         ("hover", "%lsp hover: the following arguments are required: PATH:LINE:COL"),
@@ -620,6 +633,7 @@ TOP_HELP = (
     '               completions at PATH:LINE:COL (1-based)\n'
     '    symbols    the symbols of a file\n'
     '    pending    problems not yet handed over, then forget them\n'
+    "    cache      the store of servers' answers: its size, or clear it\n"
     '    on         check cells and the files they write\n'
     '    off        stop checking cells and the files they write\n'
     '\n'

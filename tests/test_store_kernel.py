@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ipylsp.analysis.store.db import VERSION
 from ipylsp.lsp import locate
 from tests.real_servers import DATA_DIR, require
 from tests.test_ipython_kernel import Kernel, block, kernel_dir_for, seed_workspace
@@ -86,7 +87,7 @@ def test_the_store_is_read_with_no_server_running(tmp_path: Path) -> None:
         "ERROR [2:7] Name `undefined_a` used when not defined [unresolved-reference] (ty, cached "
     ) and lines[1].endswith(" s ago, stale)")
     (summary,) = [o["data"]["text/plain"] for o in info.outputs if "data" in o]
-    assert summary.endswith("(schema 1)") and " answers for " in summary
+    assert summary.endswith(f"(schema {VERSION})") and " answers for " in summary
     # no kernel, no server: the CLI reads the same store (IPYLSP_STORE, inherited)
     cli = subprocess.run(
         [str(Path(sys.executable).parent / "ipylsp"), "diagnostics", "app.py", "--json"],

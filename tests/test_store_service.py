@@ -15,6 +15,7 @@ import pytest
 
 from ipylsp.analysis.model import UnknownReason
 from ipylsp.analysis.report import FormatOptions, format_text, to_json
+from ipylsp.analysis.store.db import VERSION
 from ipylsp.lsp import locate
 from ipylsp.service.service import Service
 from ipylsp.settings import Settings
@@ -211,7 +212,8 @@ def test_the_cli_reads_and_clears_the_store_with_no_server(
         f"ERROR [2:7] {UNDEFINED.format('undefined_a')}, cached N s ago)"
     )
     code, info = run("cache", "info")
-    assert (code, info) == (EXIT_CLEAN, f"{store}: 3 answers for 3 files, 0.0 MB (schema 1)\n")
+    expected = f"{store}: 3 answers for 3 files, 0.0 MB (schema {VERSION})\n"
+    assert (code, info) == (EXIT_CLEAN, expected)
     assert run("diagnostics", "no/such/dir")[0] == EXIT_FAILURE
     code, cleared = run("cache", "clear")
     assert cleared.startswith("cleared 3 answers for 3 files")

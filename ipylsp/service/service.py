@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipylsp.analysis.model import Report, UnknownReason
 from ipylsp.analysis.report import FormatOptions
@@ -32,11 +32,8 @@ from ipylsp.service.pool import ClientPool, Slot, SlotStatus
 from ipylsp.service.reports import common_root, error_count, failed_files, known_report
 from ipylsp.service.stored import Answers, clear_store, store_file, store_info, stored_report
 from ipylsp.service.subscribers import ReportSink, Subscriber
+from ipylsp.service.tables import ServerTables
 from ipylsp.settings import Settings
-
-if TYPE_CHECKING:  # servers (and installers) are imported on first use, off the check path
-    from ipylsp.lsp.installers import InstallResult
-    from ipylsp.service.servers import InstallProgress, ServerRow, ServerTable, StatusTable
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +44,7 @@ __all__ = ["FileCheck", "Service"]
 _HANDOVER_MARGIN = 2.0
 
 
-class Service:
+class Service(ServerTables):
     """Language servers for any number of workspaces, driven from a background loop."""
 
     def __init__(self, settings: Settings | None = None) -> None:
@@ -372,43 +369,6 @@ class Service:
         """The persistent store: its file, size, rows, files (`{"path": None}` when off).
         `clear`: forget every answer in it (what it held is returned)."""
         return (clear_store if clear else store_info)(self._answers)
-
-    # -- servers: what there is, what runs, installs -------------------------------------------
-
-    def servers(self, *, installed_only: bool = False) -> ServerTable:
-        """Every server ipylsp knows (the user's own too): installed with its command, or
-        missing with how to install it."""
-        from ipylsp.service.servers import table
-
-        return table(self._settings, installed_only=installed_only)
-
-    def which(self, server_id: str) -> ServerRow:
-        """One server's row (`.which()`: its command, or why none); `UnknownServer`."""
-        from ipylsp.service.servers import row
-
-        return row(self._settings, server_id)
-
-    def servers_status(self) -> StatusTable:
-        """Running, starting, broken and stopped servers of this service and of every other
-        live process (kernels), then the installed ones."""
-        from ipylsp.service.servers import status
-
-        return status(self._settings, self.status(), own_token=id(self))
-
-    def install(
-        self,
-        ids: Iterable[str] = (),
-        *,
-        install_all: bool = False,
-        progress: InstallProgress | None = None,
-    ) -> list[InstallResult]:
-        """Install servers into ipylsp's data dir, in turn (blocking: minutes for npm), telling
-        `progress` as each goes; `UnknownServer`/`ValueError` (one line) for a bad request.
-        `install_all`: every server with a pip or npm recipe."""
-        from ipylsp.service.servers import install, install_targets
-
-        targets = install_targets(self._settings, ids, install_all=install_all)
-        return install(self._settings, targets, progress)
 
     # -- control ------------------------------------------------------------------------------
 
