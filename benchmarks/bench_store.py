@@ -1,11 +1,25 @@
 #!/usr/bin/env python3
-"""The persistent store's foundation (issue 14, in progress): what a put costs the caller
-(the writer thread does the disk), what a lookup costs, and the file for 1,000 files.
+"""The persistent store (issue 14): what it adds to a warm check, what it saves the first
+check after a restart, and its size.
 
-    .venv/bin/python benchmarks/bench_store.py [--files 1000]
+    .venv/bin/python benchmarks/bench_store.py [--n 40] [--restarts 8] [--files 1000]
+        [--servers ty,basedpyright]
 
-Not yet the issue's measure (a check's added cost with the store on vs off): the store is not
-wired into the service. JSON on stdout.
+- ``check``: two services on one workspace, each with its own warm ty, one with the store and
+  one without (`Settings.store`), checking the same edits alternately (the order swaps every
+  round): ``check(path)`` after a write, the baseline known (rolled forward), the answer stored.
+  ``added_ms`` is the difference of the medians; ``store_calls_per_check_us`` is the store's own
+  time inside each check, timed around its two calls (a put per server, the lookup when no
+  baseline is known), which no noise of two ty processes hides.
+- ``restart``, per server (ty, basedpyright): a new service (what a restarted kernel has)
+  checks a file whose before text the server answered for before the restart: with the store
+  it asks the server once (the new text), without it twice (the baseline, then the new text).
+  The file is a 2,000-line module.
+  The wall time includes the server's start; ``pulls`` counts its diagnostic requests.
+- ``size``: puts of 1,000 files x 2 servers x 10 diagnostics; a put's cost to the caller (the
+  writer thread does the disk), a lookup, the file's size.
+
+JSON on stdout (and `benchmarks/results/bench_store.json`).
 """
 
 from __future__ import annotations
@@ -14,7 +28,10 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -23,6 +40,20 @@ import _common as c
 
 from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
 from ipylsp.analysis.store import Store
+from ipylsp.lsp import jsonrpc
+from ipylsp.service import stored
+from ipylsp.service.service import Service
+from ipylsp.settings import Settings
+
+HEAD = "def double(value: int) -> int:\n    return value * 2\n\n\n"
+EDITS = (HEAD + 'x: int = "s"\n', HEAD + 'x: int = "s"\ny: str = double(2)\n')
+"""One error, then two: the check of each edit introduces or fixes one."""
+BIG_HEAD = "".join(
+    f"def f{i}(value: int, name: str) -> str:\n    total = value * {i}\n"
+    f"    return name + str(total)\n\n\n" for i in range(400)
+)
+BIG = (BIG_HEAD + 'x: int = "s"\n', BIG_HEAD + 'x: int = "s"\ny: str = f1(2, "a") + 1\n')
+"""The restart's file: a 2,000-line module (a server's first analysis of it is not free)."""
 
 
 def diagnostics(n: int) -> tuple[Diagnostic, ...]:
@@ -34,15 +65,137 @@ def diagnostics(n: int) -> tuple[Diagnostic, ...]:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--files", type=int, default=1000)
-    args = parser.parse_args()
+class StoreClock:
+    """Time spent in the store's calls from a check (bench-side wrapping of `Answers`)."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        saved = {name: getattr(stored.Answers, name) for name in ("put", "baseline")}
+
+        def timed(original: Callable[..., Any]) -> Callable[..., Any]:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    self.spent += time.perf_counter() - t0
+            return call
+
+        for name, original in saved.items():
+            setattr(stored.Answers, name, timed(original))
+        try:
+            yield
+        finally:
+            for name, original in saved.items():
+                setattr(stored.Answers, name, original)
+
+
+class PullCounter:
+    """Diagnostic pulls sent to servers (bench-side wrapping of the JSON-RPC endpoint)."""
+
+    def __init__(self) -> None:
+        self.pulls = 0
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        original = jsonrpc.Endpoint.request
+
+        async def request(endpoint: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+            if method == "textDocument/diagnostic":
+                self.pulls += 1
+            return await original(endpoint, method, *args, **kwargs)
+
+        jsonrpc.Endpoint.request = request  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            jsonrpc.Endpoint.request = original  # type: ignore[method-assign]
+
+
+def settings(iso: c.Isolation, store: Path | None, server: str = "ty") -> Settings:
+    return Settings(language_servers={"python": (server,)}, data_dir=iso.data_dir,
+                    store=store is not None, store_path=store, wait_budget=30.0)
+
+
+def bench_check(iso: c.Isolation, n: int, store: Path) -> dict[str, Any]:
+    ws = iso.workspace({"on.py": EDITS[0], "off.py": EDITS[0]}, "check")
+    clock = StoreClock()
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    per_check: list[float] = []
+    wrong = 0
+    with Service(settings(iso, store)) as on, Service(settings(iso, None)) as off, \
+            clock.installed():
+        services = {"on": (on, ws / "on.py"), "off": (off, ws / "off.py")}
+        for service, path in services.values():  # start ty, know the first text
+            service.check(path, before="")
+        for round_ in range(n + 5):
+            text = EDITS[(round_ + 1) % 2]
+            for name in (("on", "off") if round_ % 2 else ("off", "on")):
+                service, path = services[name]
+                path.write_text(text)
+                spent_before = clock.spent
+                t0 = time.perf_counter()
+                report = service.check(path)
+                elapsed = time.perf_counter() - t0
+                introduced = sum(len(f.diagnostics) for f in report.files)
+                wrong += introduced != (1 if text is EDITS[1] else 0)
+                if round_ >= 5:  # the first rounds warm up
+                    times[name].append(c.ms(elapsed))
+                    if name == "on":
+                        per_check.append((clock.spent - spent_before) * 1e6)
+    on_ms, off_ms = c.median(times["on"]), c.median(times["off"])
+    return {
+        "n": n,
+        "store_on_median_ms": on_ms,
+        "store_off_median_ms": off_ms,
+        "added_ms": None if on_ms is None or off_ms is None else round(on_ms - off_ms, 3),
+        "ratio_on_off": c.ratio(on_ms, off_ms),
+        "store_calls_per_check_us": round(c.median(per_check) or 0, 1),
+        "wrong_results": wrong,
+    }
+
+
+def bench_restart(iso: c.Isolation, n: int, store: Path, server: str) -> dict[str, Any]:
+    ws = iso.workspace({"app.py": BIG[0]}, f"restart-{server}")
+    path = ws / "app.py"
+    with Service(settings(iso, store, server)) as before_restart:  # the kernel before the restart
+        before_restart.check(path, before="")
+    path.write_text(BIG[1])
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    pulls: dict[str, list[int]] = {"on": [], "off": []}
+    counter = PullCounter()
+    with counter.installed():
+        for round_ in range(n):
+            for name in (("on", "off") if round_ % 2 else ("off", "on")):
+                counter.pulls = 0
+                with Service(settings(iso, store if name == "on" else None, server)) as restarted:
+                    t0 = time.perf_counter()
+                    report = restarted.check(path, before=BIG[0])
+                    times[name].append(c.ms(time.perf_counter() - t0))
+                errors = [d for f in report.files for d in f.diagnostics
+                          if d.severity == Severity.ERROR]
+                assert len(errors) == 1, report  # the `+` on line 2,002, whichever side
+                pulls[name].append(counter.pulls)
+    on_ms, off_ms = c.median(times["on"]), c.median(times["off"])
+    return {
+        "n": n,
+        "with_store_median_ms": on_ms,
+        "without_store_median_ms": off_ms,
+        "saved_ms": None if on_ms is None or off_ms is None else round(off_ms - on_ms, 3),
+        "pulls_with_store": sorted(set(pulls["on"])),
+        "pulls_without_store": sorted(set(pulls["off"])),
+    }
+
+
+def bench_size(files: int) -> dict[str, Any]:
     ten = diagnostics(10)
     with tempfile.TemporaryDirectory() as top:
         store = Store(Path(top) / "store.sqlite3", max_bytes=0)
         put_us: list[float] = []
-        texts = [f"text of file {n}\n" * 40 for n in range(args.files)]
+        texts = [f"text of file {n}\n" * 40 for n in range(files)]
         for n, text in enumerate(texts):
             for server in ("ty", "ruff"):
                 t0 = time.perf_counter()
@@ -61,20 +214,44 @@ def main() -> None:
         info = store.info()
         size = sum(p.stat().st_size for p in Path(top).iterdir())
         store.close()
-    c.emit("bench_store", {
-        "benchmark": "bench_store",
-        "machine": c.machine(),
-        "files": args.files,
-        "servers": 2,
-        "diagnostics_per_answer": 10,
+        t0 = time.perf_counter()
+        Store(Path(top) / "store.sqlite3").close()  # a kernel's first use opens and checks it
+        open_ms = c.ms(time.perf_counter() - t0)
+    return {
+        "files": files, "servers": 2, "diagnostics_per_answer": 10,
         "put_caller_median_us": round(c.median(put_us) or 0, 1),
         "writer_drain_after_puts_ms": drained_ms,
         "get_median_us": round(c.median(get_us) or 0, 1),
-        "rows": info["rows"],
-        "used_bytes": info["bytes"],
-        "file_bytes_with_wal": size,
-    })
+        "open_ms": open_ms,
+        "rows": info["rows"], "used_bytes": info["bytes"], "file_bytes_with_wal": size,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=40, help="timed checks per side")
+    parser.add_argument("--restarts", type=int, default=8, help="restarts per side")
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--servers", default="ty,basedpyright", help="for the restart case")
+    args = parser.parse_args()
+    started = time.monotonic()
+    result: dict[str, Any] = {"benchmark": "bench_store", "machine": c.machine()}
+    iso = c.Isolation()
+    try:
+        store = iso.base / "store.sqlite3"
+        result["check"] = bench_check(iso, args.n, store)
+        result["restart"] = {
+            server: bench_restart(iso, args.restarts, store, server)
+            for server in args.servers.split(",") if server
+        }
+        result["size"] = bench_size(args.files)
+    finally:
+        result["leftover_processes"] = iso.leftovers()
+        iso.close()
+    result["elapsed_s"] = round(time.monotonic() - started, 1)
+    c.emit("bench_store", result)
+    return 0 if not result["leftover_processes"] and not result["check"]["wrong_results"] else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
