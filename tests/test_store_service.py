@@ -275,3 +275,49 @@ def test_outlines_and_definitions_by_name_come_from_the_store(root: Path, tmp_pa
     assert by_name.ok, by_name.text
     assert by_name.text.splitlines()[0] == "shapes.py:2:9: def area(self) -> int:"
     assert by_name.data["source"] == "cache"
+
+
+def test_a_store_another_process_keeps_locked_holds_no_check_up(
+    root: Path, tmp_path: Path
+) -> None:
+    """The store opens beside the service (its migration waits for the lock); the check
+    answers meanwhile, and what it gave is written once the lock goes: nothing lost."""
+    import sqlite3
+
+    from ipylsp.analysis.store import Store
+
+    store = tmp_path / "locked.sqlite3"
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("PRAGMA journal_mode = WAL")
+    holder.execute("BEGIN EXCLUSIVE")  # another process in a long write
+    path = write(root, "app.py", V1)
+    with Service(ty_settings(store)) as service:
+        shown = text(service.check(path, before=""))
+        assert service._answers.store(wait=0) is None  # the check did not wait for it
+        holder.execute("COMMIT")  # only now may the store open
+        holder.close()
+    assert shown.splitlines()[1] == f"ERROR [2:7] {UNDEFINED.format('undefined_a')})"
+    reader = Store(store)
+    try:
+        found = reader.get_diagnostics(str(path), V1, "ty")
+        assert found is not None and [d.range.start.line for d in found.diagnostics] == [1]
+    finally:
+        reader.close()
+
+
+def test_a_garbage_store_is_rebuilt_with_one_warning_and_the_check_goes_on(
+    root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    store = tmp_path / "store.sqlite3"
+    store.write_bytes(b"\x00not a database" * 500)
+    path = write(root, "app.py", V1)
+    with caplog.at_level(logging.WARNING, logger="ipylsp"), Service(ty_settings(store)) as svc:
+        shown = text(svc.check(path, before=""))
+    assert shown.splitlines()[1] == f"ERROR [2:7] {UNDEFINED.format('undefined_a')})"
+    warnings = [r.getMessage() for r in caplog.records
+                if r.name.startswith("ipylsp") and r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "moved to store.sqlite3.corrupt-" in warnings[0], warnings
+    with Service(ty_settings(store, command=("no-such-ty",))) as down:  # the rebuilt one works
+        assert "cached" in text(down.check(path, before=""))

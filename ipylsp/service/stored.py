@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -68,35 +68,76 @@ def _cached(found: StoredSymbols) -> Cached:
     return Cached(found.written_at, found.stale(_disk_text))
 
 
+OPEN_WAIT = 0.1
+"""Seconds a check's lookup waits for the store to finish opening (it takes ~5 ms, on a thread
+of its own from the service's start; a file another process keeps locked must not hold a
+check up)."""
+CLOSE_WAIT = 5.0
+READER_WAIT = 10.0
+"""What reading the store with no server (`ipylsp diagnostics`, `cache info`) waits for it."""
+EARLY_PUTS = 1000
+"""Puts kept while the store opens (then written); beyond, they are dropped (a cache)."""
+
+
 class Answers:
-    """One service's handle on the store file."""
+    """One service's handle on the store file. The file opens on a thread of its own (its
+    checks and migrations may wait on other processes' locks), never on the service's loop;
+    until it is open, lookups wait at most `OPEN_WAIT` and puts are kept for it."""
 
     def __init__(self, settings: Settings) -> None:
         self._file = store_file(settings)
         self._max_bytes = int(settings.store_max_mb * 1024 * 1024)
         self._store: Store | None = None
         self._lock = threading.Lock()
+        self._early: list[Callable[[Store], None]] = []
+        self._opened = threading.Event()
+        if self._file is None:
+            self._opened.set()
+        else:
+            threading.Thread(target=self._open, args=(self._file,), name="ipylsp-store-open",
+                             daemon=True).start()
 
     @property
     def file(self) -> Path | None:
         return self._file
 
-    def store(self) -> Store | None:
-        """The open store, opened now if need be; None when off or unopenable."""
+    def _open(self, file: Path) -> None:
+        try:
+            store: Store | None = Store(file, self._max_bytes)
+        except Exception as exc:  # unwritable dir, disk full, locked, newer: the store is a cache
+            log.warning("ipylsp: the store %s cannot be used (%s); answers are not kept",
+                        file, exc)
+            store = None
         with self._lock:
-            if self._store is None and self._file is not None:
-                try:
-                    self._store = Store(self._file, self._max_bytes)
-                except Exception as exc:  # unwritable dir, disk full, ...: the store is a cache
-                    log.warning("ipylsp: the store %s cannot be used (%s); answers are not kept",
-                                self._file, exc)
-                    self._file = None
-            return self._store
+            early, self._early = self._early, []
+            closed = self._file is None
+            if store is None:
+                self._file = None
+            elif not closed:
+                self._store = store
+        if store is not None:
+            for put in early:  # what checks gave while it opened
+                put(store)
+            if closed:  # the service closed meanwhile: written, then closed
+                store.close()
+        self._opened.set()
+
+    def store(self, wait: float = OPEN_WAIT) -> Store | None:
+        """The open store; None when off, unopenable, or still opening after `wait` s."""
+        self._opened.wait(wait)
+        return self._store
+
+    def _put(self, put: Callable[[Store], None]) -> None:
+        with self._lock:
+            store = self._store
+            if store is None and not self._opened.is_set() and len(self._early) < EARLY_PUTS:
+                self._early.append(put)
+                return
+        if store is not None:
+            put(store)
 
     def put(self, path: Path, text: str, server: str, diagnostics: Sequence[Diagnostic]) -> None:
-        store = self.store()
-        if store is not None:
-            store.put_diagnostics(str(path), text, server, diagnostics)
+        self._put(lambda store: store.put_diagnostics(str(path), text, server, diagnostics))
 
     def baseline(self, path: Path, text: str, server: str) -> tuple[Diagnostic, ...] | None:
         """The server's stored answer for exactly `text`, or None."""
@@ -129,9 +170,8 @@ class Answers:
 
     def put_symbols(self, path: Path, text: str, server: str, workspace: Path,
                     symbols: Sequence[Symbol]) -> None:
-        store = self.store()
-        if store is not None:
-            store.put_symbols(str(path), text, server, str(workspace), symbols)
+        self._put(lambda store: store.put_symbols(str(path), text, server, str(workspace),
+                                                  symbols))
 
     def outline(self, path: Path) -> tuple[tuple[Symbol, ...], Cached] | None:
         """The file's last stored outline, and how old (stale against its text now)."""
@@ -150,16 +190,20 @@ class Answers:
         return None if found is None else (found.symbols, _cached(found))
 
     def close(self) -> None:
+        """Everything put is written, then the file closed. A store still opening (another
+        process holds its lock) gets `CLOSE_WAIT` s to open and take what checks gave."""
         with self._lock:
             store, self._store, self._file = self._store, None, None
         if store is not None:
             store.close()
+        else:
+            self._opened.wait(CLOSE_WAIT)
 
 
 def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Report:
     """What the store holds for a file, or for every file under a directory, with no server
     running: each server's latest answer, marked cached, stale against the text on disk now."""
-    store = answers.store()
+    store = answers.store(wait=READER_WAIT)
     if store is None:
         return Report(notes=("ipylsp: the store is off (IPyLSP.store)",))
     paths = [path] if not path.is_dir() else [Path(p) for p in store.paths(str(path))]
@@ -186,13 +230,13 @@ def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Rep
 
 def store_info(answers: Answers) -> dict[str, object]:
     """The store's file, size, rows and files (`ipylsp cache info`); `{"path": None}` when off."""
-    store = answers.store()
+    store = answers.store(wait=READER_WAIT)
     return {"path": None} if store is None else store.info()
 
 
 def clear_store(answers: Answers) -> dict[str, object]:
     """Forget every stored answer (`ipylsp cache clear`); what was there before."""
-    store = answers.store()
+    store = answers.store(wait=READER_WAIT)
     if store is None:
         return {"path": None}
     before = store.info()
