@@ -267,6 +267,10 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     settings = dataclasses.replace(settings, severity=args.severity or settings.severity)
     with Service(settings) as service:
         report = service.diagnostics(path, cached=True)
+        problem = service.store_info().get("problem")
+    if problem:  # configured but unreadable: not "clean"
+        print(f"ipylsp diagnostics: the store cannot be read: {problem}", file=sys.stderr)
+        return EXIT_FAILURE
     options = fmt.FormatOptions.from_settings(settings, more_hint="")
     if args.json:
         print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
@@ -284,6 +288,9 @@ def _cache(settings: Settings, out: TextIO, action: str) -> int:
 
     with Service(settings) as service:
         info = service.store_info(clear=action == "clear")
+    if info.get("problem"):
+        print(f"ipylsp cache: the store cannot be used: {info['problem']}", file=sys.stderr)
+        return EXIT_FAILURE
     if info.get("path") is None:
         print("ipylsp: the store is off (IPyLSP.store = False)", file=out)
         return EXIT_CLEAN

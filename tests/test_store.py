@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from ipylsp.analysis.answers import Symbol
 from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
 from ipylsp.analysis.store import Store, text_hash
-from ipylsp.analysis.store.db import VERSION, connect
+from ipylsp.analysis.store.db import VERSION, StoreUnavailable, connect
 
 DIAGS = (
     Diagnostic(Range(Position(0, 9), Position(0, 12)), Severity.ERROR,
@@ -99,6 +100,7 @@ def test_a_broken_file_is_rebuilt_with_one_warning(
 WRITER = """
 import sys
 from pathlib import Path
+from ipylsp.analysis.answers import Symbol
 from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
 from ipylsp.analysis.store import Store
 d = (Diagnostic(Range(Position(0, 0), Position(0, 1)), Severity.ERROR, "m", "s", "c", "srv"),)
@@ -161,3 +163,90 @@ def test_clear(store: Store) -> None:
     store.flush()
     store.clear()
     assert store.info()["rows"] == 0
+
+
+def test_non_utf8_names_and_messages_are_stored_and_spoil_nothing(tmp_path: Path) -> None:
+    """A latin-1 file name (as os.fsdecode gives it) and a message with a lone surrogate:
+    SQLite refuses such strings; they are stored escaped, and the rest of the batch too."""
+    store = Store(tmp_path / "store.sqlite3")
+    try:
+        odd = "/w/caf\udce9.py"
+        message = "bad \ud800 message"
+        bad = (Diagnostic(Range(Position(0, 0), Position(0, 1)), Severity.ERROR, message, "ty",
+                          None, "ty"),)
+        assert store.get_diagnostics(odd, "x", "ty") is None  # a miss, not an exception
+        store.put_diagnostics("/w/good.py", "x", "ty", DIAGS)
+        store.put_diagnostics(odd, "x", "ty", bad)
+        assert store.flush()
+        assert store.get_diagnostics("/w/good.py", "x", "ty") is not None
+        found = store.get_diagnostics(odd, "x", "ty")
+        assert found is not None and found.diagnostics[0].message == message
+    finally:
+        store.close()
+
+
+def test_a_directory_at_the_store_path_is_never_moved(tmp_path: Path) -> None:
+    folder = tmp_path / "mydata"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    with pytest.raises(StoreUnavailable):
+        Store(folder)
+    assert (folder / "keep.txt").read_text() == "mine"
+    assert list(tmp_path.glob("*.corrupt-*")) == []
+
+
+OPENER = """
+import sys
+from pathlib import Path
+from ipylsp.analysis.store.db import connect
+sys.stdin.readline()  # both processes open the corrupt file together
+conn = connect(Path(sys.argv[1]))
+conn.execute("INSERT INTO answers (path, text_hash, server, kind, payload, written_at, used_at)"
+             " VALUES (?, 'h', 's', 'diagnostics', '[]', 0, 0)", (sys.argv[2],))
+conn.close()
+print("ok")
+"""
+
+
+def test_two_processes_finding_a_corrupt_file_rebuild_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    path.write_bytes(b"\x00not a database" * 5000)
+    openers = [
+        subprocess.Popen([sys.executable, "-c", OPENER, str(path), name], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name in ("a", "b")
+    ]
+    for opener in openers:
+        assert opener.stdin is not None
+        opener.stdin.write("go\n")
+        opener.stdin.flush()
+    results = [opener.communicate(timeout=60) for opener in openers]
+    assert [(o.returncode, out) for o, (out, _) in zip(openers, results, strict=True)] == [
+        (0, "ok\n"), (0, "ok\n"),
+    ], results
+    assert sum("moved to" in err for _, err in results) == 1  # one warning, one move
+    assert len(list(tmp_path.glob("store.sqlite3.corrupt-*"))) == 1
+    conn = sqlite3.connect(path)
+    try:
+        assert sorted(r[0] for r in conn.execute("SELECT path FROM answers")) == ["a", "b"]
+    finally:
+        conn.close()
+
+
+def test_eviction_covers_outlines_too(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store.sqlite3", max_bytes=512 * 1024)
+    try:
+        for f in range(200):
+            store.put_symbols(f"/w/f{f}.py", "t", "ty", "/w",
+                              [Symbol(f"name_{i}_padding_padding", "function", i, 0)
+                               for i in range(100)])
+        assert store.flush()
+        for f in range(20):  # later answers still find room
+            store.put_diagnostics(f"/w/f{f}.py", "t", "ty", DIAGS)
+            assert store.flush()
+        info = store.info()
+        assert info["rows"] == 20 and info["bytes"] <= 2 * 512 * 1024
+        assert store.outline("/w/f199.py") is not None  # the newest outline stays
+        assert store.outline("/w/f0.py") is None  # the oldest went
+    finally:
+        store.close()

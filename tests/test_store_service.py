@@ -67,17 +67,18 @@ def test_a_restarted_service_takes_its_baselines_from_the_store(
     root: Path, tmp_path: Path
 ) -> None:
     store = tmp_path / "store.sqlite3"
+    log = tmp_path / "wire.log"  # one tap, one command: a stored answer is for the same server
     path = write(root, "app.py", V1)
-    with Service(ty_settings(store)) as first:  # the kernel before the restart
+    with Service(ty_settings(store, command=tapped_ty(log))) as first:  # before the restart
         assert "undefined_a" in text(first.check(path, before=""))
     path.write_text(V2)
     wires: dict[bool, list[str]] = {}
     shown: dict[bool, str] = {}
     for store_on in (True, False):  # after the restart, with and without the store
-        log = tmp_path / f"wire-{store_on}.log"
+        seen = len(wire(log, "app.py"))
         with Service(ty_settings(store if store_on else None, command=tapped_ty(log))) as after:
             shown[store_on] = text(after.check(path, before=V1))
-        wires[store_on] = wire(log, "app.py")
+        wires[store_on] = wire(log, "app.py")[seen:]
     expected = f'<diagnostics file="app.py">\nERROR [3:7] {UNDEFINED.format("undefined_b")})\n'
     assert shown[True] == shown[False]
     assert shown[True].startswith(expected)
@@ -321,3 +322,55 @@ def test_a_garbage_store_is_rebuilt_with_one_warning_and_the_check_goes_on(
     assert len(warnings) == 1 and "moved to store.sqlite3.corrupt-" in warnings[0], warnings
     with Service(ty_settings(store, command=("no-such-ty",))) as down:  # the rebuilt one works
         assert "cached" in text(down.check(path, before=""))
+
+
+def test_a_baseline_stored_by_another_server_configuration_is_not_used(
+    root: Path, tmp_path: Path
+) -> None:
+    """Another venv, root or command may answer the same text differently: its stored
+    answer is no baseline (a wrong one would report old problems as new)."""
+    store = tmp_path / "store.sqlite3"
+    path = write(root, "app.py", V1)
+    stored_by_ty(store, path, V1)  # plain ty
+    path.write_text(V2)
+    log = tmp_path / "wire.log"
+    with Service(ty_settings(store, command=tapped_ty(log))) as other:  # another command
+        shown = text(other.check(path, before=V1))
+    assert shown.splitlines()[1] == f"ERROR [3:7] {UNDEFINED.format('undefined_b')})"
+    assert wire(log, "app.py").count("textDocument/diagnostic") == 2  # it asked for V1 itself
+
+
+def test_a_file_whose_name_is_not_utf8_is_checked_with_the_store_on(tmp_path: Path) -> None:
+    import os
+
+    store = tmp_path / "store.sqlite3"
+    path = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9.sh"))
+    path.write_text("ERROR:boom\n")
+    with Service(fake_shell(store=store)) as live:
+        report = live.check(path, before="echo hi\n")
+    assert [d.message for f in report.files for d in f.diagnostics] == ["boom"], report
+    from ipylsp.analysis.store import Store
+
+    reader = Store(store)
+    try:
+        found = reader.get_diagnostics(str(path), "ERROR:boom\n", "fake")
+        assert found is not None and [d.message for d in found.diagnostics] == ["boom"]
+    finally:
+        reader.close()
+
+
+def test_an_unusable_store_is_a_failure_not_a_clean_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from ipylsp.cli import EXIT_FAILURE, main
+
+    folder = tmp_path / "a-directory"
+    folder.mkdir()
+    monkeypatch.setenv("IPYLSP_STORE", str(folder))
+    monkeypatch.chdir(tmp_path)
+    for argv in (["cache", "info"], ["diagnostics"]):
+        assert main(argv, out=io.StringIO()) == EXIT_FAILURE
+        assert "the store cannot be" in capsys.readouterr().err
+    assert folder.is_dir()  # never moved aside

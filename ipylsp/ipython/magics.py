@@ -276,6 +276,8 @@ class LspMagics(Magics):
 
     def _cache(self, args: argparse.Namespace) -> TextView:
         info = self.checks.service.store_info(clear=args.action == "clear")
+        if info.get("problem"):
+            return TextView(f"the store cannot be used: {info['problem']}")
         if info.get("path") is None:
             return TextView("the store is off (IPyLSP.store = False)")
         what = (f"{info['rows']} answers for {info['files']} files, "

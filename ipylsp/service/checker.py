@@ -27,7 +27,7 @@ from ipylsp.service.known import KnownFile, KnownFiles
 from ipylsp.service.pool import ClientPool, Slot
 from ipylsp.service.reports import display_path, file_report, merge_reports
 from ipylsp.service.resolver import Resolver
-from ipylsp.service.stored import Answers
+from ipylsp.service.stored import Answers, config_key
 from ipylsp.settings import Settings
 from ipylsp.spec import InstallRecipe, ServerSpec
 
@@ -170,7 +170,8 @@ class Checker:
         """The server must diagnose the before text first (not known from an earlier check)."""
         known = self._baseline_if_known(outcome.spec, outcome.before_text, plan.known)
         if known is None and self.answers is not None and not plan.virtual:  # after a restart
-            known = self.answers.baseline(plan.path, outcome.before_text, outcome.spec.id)
+            known = self.answers.baseline(plan.path, outcome.before_text, outcome.spec.id,
+                                          config_key(outcome.slot))
         if known is not None:
             outcome.baseline = known
             return False
@@ -248,10 +249,11 @@ class Checker:
         cached: tuple[Diagnostic, ...] = ()
         for o in outcomes:
             if o.unknown is None:
+                config = config_key(o.slot)
+                if o.asked_baseline:  # first: the current text's answer is the latest
+                    self.answers.put(plan.path, o.before_text, o.spec.id, o.baseline, config)
                 if keep and plan.new_text is not None:
-                    self.answers.put(plan.path, plan.new_text, o.spec.id, o.current)
-                if o.asked_baseline:
-                    self.answers.put(plan.path, o.before_text, o.spec.id, o.baseline)
+                    self.answers.put(plan.path, plan.new_text, o.spec.id, o.current, config)
             else:
                 cached += self.answers.cached(plan.path, o.spec.id, plan.new_text, o.before_text)
         return cached
@@ -259,13 +261,14 @@ class Checker:
     def late_report(self, plan: FilePlan, outcome: ServerOutcome) -> FileReport | None:
         """A server's answer that came after its check returned: its delta, and the file's
         known results brought up to date; None when a newer check has moved on."""
-        if self.answers is not None and not (plan.virtual or plan.preflight) and plan.new_text:
-            self.answers.put(plan.path, plan.new_text, outcome.spec.id, outcome.current)
         known = self.known.catch_up(
             plan.path, plan.new_text, outcome.spec.id, outcome.current
         )
-        if known is None:
+        if known is None:  # a newer text was checked since: its answer is the one to keep
             return None
+        if self.answers is not None and not (plan.virtual or plan.preflight) and plan.new_text:
+            self.answers.put(plan.path, plan.new_text, outcome.spec.id, outcome.current,
+                             config_key(outcome.slot))
         result = delta_mod.compute_delta(
             outcome.before_text, plan.new_text or "", outcome.baseline, outcome.current
         )

@@ -365,7 +365,7 @@ def _from_store(checker: Checker, kind: str, q: Query) -> FeatureResult | None:
 
 def _word_at(text: str, line: int, column: int) -> str:
     """The identifier at (line, column), or ""."""
-    lines = text.splitlines()
+    lines = re.split(r"\r\n|\r|\n", text)  # the LSP's line ends, not splitlines()'s \f, \v
     if line >= len(lines):
         return ""
     for match in _WORD.finditer(lines[line]):

@@ -118,7 +118,8 @@ def known_report(
                 diagnostics=everything + cached,
                 current=everything,
                 unknown=tuple(
-                    Unknown(server, UnknownReason.FAILED, "no answer for the file's last text")
+                    Unknown(server, UnknownReason.FAILED, "has not answered for the file's last "
+                            "text (no answer yet, or held back by a syntax error)")
                     for server in entry.missed
                 ),
                 servers=tuple(entry.results),

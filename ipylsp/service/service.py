@@ -73,7 +73,7 @@ class Service(ServerTables):
         self._settings = replace(self._settings, **changes)
         self._pool.settings = self._settings
         self._checker.settings = self._settings
-        if store_file(self._settings) != self._answers.file:  # `store` / `store_path` changed
+        if store_file(self._settings) != self._answers.configured:  # `store` / `store_path`
             self._answers.close()
             self._answers = self._checker.answers = Answers(self._settings)
         if self._cells is not None:
@@ -346,8 +346,9 @@ class Service(ServerTables):
 
     def error_count(self) -> int:
         """Current errors of the checked files, one per problem however many servers report
-        it: what a status bar counts."""
-        return error_count(self.diagnostics())
+        it: what a status bar counts (live answers only: no store lookups after each check)."""
+        known = self._checker.known
+        return error_count(known_report(known, sorted(known), self._settings.workspace_markers))
 
     def diagnostics(
         self, path: str | os.PathLike[str] | None = None, *, cached: bool = False

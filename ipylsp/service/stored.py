@@ -15,6 +15,8 @@ service, with one warning.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import threading
@@ -28,6 +30,7 @@ from ipylsp.analysis.model import Cached, Diagnostic, FileReport, Report
 from ipylsp.analysis.store import Store, Stored, StoredSymbols
 from ipylsp.lsp.locate import data_dir
 from ipylsp.service.baseline import TextTooLarge, read_text
+from ipylsp.service.pool import Slot
 from ipylsp.service.reports import common_root, display_path, display_root
 from ipylsp.settings import Settings
 
@@ -47,6 +50,18 @@ def store_file(settings: Settings) -> Path | None:
     if env:
         return Path(env).expanduser()
     return data_dir(settings) / "store.sqlite3"
+
+
+def config_key(slot: Slot | None) -> str:
+    """What a server's answer depends on besides the text: its command, root, environment and
+    settings (another venv or pyproject answers differently). "" when there is no slot."""
+    if slot is None:
+        return ""
+    spec = slot.spec
+    facts = [list(slot.command), str(slot.root), dict(spec.env), spec.settings,
+             spec.initialization_options]
+    text = json.dumps(facts, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def mark(diagnostics: Sequence[Diagnostic], stored: Stored, text: str | None) -> tuple[
@@ -82,15 +97,21 @@ EARLY_PUTS = 1000
 class Answers:
     """One service's handle on the store file. The file opens on a thread of its own (its
     checks and migrations may wait on other processes' locks), never on the service's loop;
-    until it is open, lookups wait at most `OPEN_WAIT` and puts are kept for it."""
+    until it is open, the first lookup waits at most `OPEN_WAIT` (later ones not at all) and
+    puts are kept for it, written in order before any later one."""
 
     def __init__(self, settings: Settings) -> None:
-        self._file = store_file(settings)
+        self.configured = store_file(settings)
+        """The file the settings name (None: off), whether or not it could be opened."""
+        self._file = self.configured
         self._max_bytes = int(settings.store_max_mb * 1024 * 1024)
         self._store: Store | None = None
         self._lock = threading.Lock()
         self._early: list[Callable[[Store], None]] = []
         self._opened = threading.Event()
+        self._waited = False
+        self.problem = ""
+        """Why a configured store cannot be used ("" when it can, or is off)."""
         if self._file is None:
             self._opened.set()
         else:
@@ -104,69 +125,86 @@ class Answers:
     def _open(self, file: Path) -> None:
         try:
             store: Store | None = Store(file, self._max_bytes)
-        except Exception as exc:  # unwritable dir, disk full, locked, newer: the store is a cache
+        except Exception as exc:  # a directory, no permission, locked, newer: a cache
+            self.problem = str(exc)
             log.warning("ipylsp: the store %s cannot be used (%s); answers are not kept",
                         file, exc)
             store = None
-        with self._lock:
-            early, self._early = self._early, []
-            closed = self._file is None
-            if store is None:
-                self._file = None
-            elif not closed:
-                self._store = store
-        if store is not None:
-            for put in early:  # what checks gave while it opened
-                put(store)
-            if closed:  # the service closed meanwhile: written, then closed
-                store.close()
+        while True:
+            with self._lock:
+                early, self._early = self._early, []
+                closed = self._file is None
+                if not early:  # published only once every early put is queued, in order
+                    if store is None:
+                        self._file = None
+                    elif not closed:
+                        self._store = store
+                    break
+            if store is not None:
+                for put in early:
+                    put(store)
+        if store is not None and closed:  # the service closed meanwhile: written, closed
+            store.close()
         self._opened.set()
 
     def store(self, wait: float = OPEN_WAIT) -> Store | None:
-        """The open store; None when off, unopenable, or still opening after `wait` s."""
-        self._opened.wait(wait)
+        """The open store; None when off, unopenable, or still opening after `wait` s (only
+        the first caller on a check's path waits: lookups must not add up on the loop)."""
+        if not self._opened.is_set():
+            if wait > OPEN_WAIT:  # a reader with no server (the CLI): it may wait
+                self._opened.wait(wait)
+            elif not self._waited:
+                self._waited = True
+                self._opened.wait(wait)
         return self._store
 
     def _put(self, put: Callable[[Store], None]) -> None:
         with self._lock:
             store = self._store
-            if store is None and not self._opened.is_set() and len(self._early) < EARLY_PUTS:
-                self._early.append(put)
+            if store is None and not self._opened.is_set():
+                if len(self._early) < EARLY_PUTS:
+                    self._early.append(put)
                 return
         if store is not None:
             put(store)
 
-    def put(self, path: Path, text: str, server: str, diagnostics: Sequence[Diagnostic]) -> None:
-        self._put(lambda store: store.put_diagnostics(str(path), text, server, diagnostics))
+    def put(self, path: Path, text: str, server: str, diagnostics: Sequence[Diagnostic],
+            config: str = "") -> None:
+        self._put(lambda store: store.put_diagnostics(str(path), text, server, diagnostics,
+                                                      config))
 
-    def baseline(self, path: Path, text: str, server: str) -> tuple[Diagnostic, ...] | None:
-        """The server's stored answer for exactly `text`, or None."""
+    def baseline(
+        self, path: Path, text: str, server: str, config: str
+    ) -> tuple[Diagnostic, ...] | None:
+        """The server's stored answer for exactly `text`, given with the same `config`."""
         store = self.store()
-        found = store.get_diagnostics(str(path), text, server) if store is not None else None
+        found = (store.get_diagnostics(str(path), text, server, config)
+                 if store is not None else None)
         return None if found is None else found.diagnostics
 
     def cached(
         self, path: Path, server: str, new_text: str | None, before_text: str
     ) -> tuple[Diagnostic, ...]:
-        """What to show for a server that did not answer: its last answer for the file, marked.
+        """What to show for a server that did not answer: its stored answer, marked.
 
-        Stored for exactly the new text, and for the before text too: its delta, as live. Any
-        other stored answer: all of it, stale (the store cannot tell what the write changed)."""
+        Stored for exactly the new text (and for the before text too: its delta, as live);
+        else its latest answer, all of it, stale (the store cannot tell what the write
+        changed)."""
         store = self.store()
         if store is None:
             return ()
-        latest = store.latest(str(path), server)
-        if latest is None:
-            return ()
-        shown = latest.diagnostics
-        if not latest.stale(new_text) and new_text is not None:
+        exact = store.get_diagnostics(str(path), new_text, server) if new_text else None
+        if exact is not None and new_text is not None:
             before = store.get_diagnostics(str(path), before_text, server) if before_text else None
-            baseline = () if not before_text else None if before is None else before.diagnostics
-            if baseline is not None:
+            if not before_text or before is not None:
+                baseline = before.diagnostics if before is not None else ()
                 shown = delta_mod.compute_delta(
-                    before_text, new_text, baseline, latest.diagnostics
+                    before_text, new_text, baseline, exact.diagnostics
                 ).introduced
-        return mark(shown, latest, new_text)
+                return mark(shown, exact, new_text)
+            return mark(exact.diagnostics, exact, new_text)
+        latest = store.latest(str(path), server)
+        return () if latest is None else mark(latest.diagnostics, latest, new_text)
 
     def put_symbols(self, path: Path, text: str, server: str, workspace: Path,
                     symbols: Sequence[Symbol]) -> None:
@@ -205,7 +243,9 @@ def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Rep
     running: each server's latest answer, marked cached, stale against the text on disk now."""
     store = answers.store(wait=READER_WAIT)
     if store is None:
-        return Report(notes=("ipylsp: the store is off (IPyLSP.store)",))
+        problem = _off(answers).get("problem")
+        return Report(notes=(f"ipylsp: the store cannot be read: {problem}" if problem
+                             else "ipylsp: the store is off (IPyLSP.store = False)",))
     paths = [path] if not path.is_dir() else [Path(p) for p in store.paths(str(path))]
     files = []
     for file in paths:
@@ -231,14 +271,23 @@ def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Rep
 def store_info(answers: Answers) -> dict[str, object]:
     """The store's file, size, rows and files (`ipylsp cache info`); `{"path": None}` when off."""
     store = answers.store(wait=READER_WAIT)
-    return {"path": None} if store is None else store.info()
+    return _off(answers) if store is None else store.info()
 
 
 def clear_store(answers: Answers) -> dict[str, object]:
     """Forget every stored answer (`ipylsp cache clear`); what was there before."""
     store = answers.store(wait=READER_WAIT)
     if store is None:
-        return {"path": None}
+        return _off(answers)
     before = store.info()
-    store.clear()
+    if not store.clear():
+        return {"path": None, "problem": f"{store.path} could not be cleared in time"}
     return before
+
+
+def _off(answers: Answers) -> dict[str, object]:
+    """`{"path": None}`, with `problem` when a configured store cannot be used."""
+    if answers.configured is None:
+        return {"path": None}
+    problem = answers.problem or f"{answers.configured} is still opening (locked?)"
+    return {"path": None, "problem": problem}

@@ -14,7 +14,8 @@ def encode(diagnostics: Sequence[Diagnostic]) -> str:
          int(d.severity), d.message, d.source, d.code, d.server_id]
         for d in diagnostics
     ]
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    # ASCII: a lone surrogate in a message is escaped, not an error at the database
+    return json.dumps(rows, ensure_ascii=True, separators=(",", ":"))
 
 
 def decode(payload: str) -> tuple[Diagnostic, ...]:

@@ -9,9 +9,12 @@ and rebuilt, with one warning: what it held was a cache.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,10 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX symbols_by_name ON symbols (workspace, name);
     """,
+    # 3: what a server's answer depended on besides the text (command, root, settings)
+    """
+    ALTER TABLE answers ADD COLUMN config TEXT NOT NULL DEFAULT '';
+    """,
 )
 """Step n takes a file from `user_version` n to n + 1."""
 
@@ -77,21 +84,53 @@ LOCK_RETRIES = 5
 
 
 def connect(path: Path, *, check: bool = True) -> sqlite3.Connection:
-    """An open, migrated connection; a broken file is moved aside and rebuilt once.
-    `check`: run `quick_check` (it reads every page: once per process is enough)."""
+    """An open, migrated connection; a corrupt file is moved aside and rebuilt once.
+    `check`: run `quick_check` (it reads every page: once per process is enough).
+    `StoreUnavailable` for anything that is not corruption (a directory, no permission, a
+    disk error, a lock held too long, a newer schema): such a path is never moved."""
     try:
         return _open_retrying(path, check)
     except StoreUnavailable:
         raise
     except sqlite3.DatabaseError as exc:
-        aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-        log.warning("ipylsp: the store %s is unreadable (%s); moved to %s and rebuilt",
-                    path, exc, aside.name)
-        for suffix in ("", "-wal", "-shm"):
-            part = Path(f"{path}{suffix}")
-            if part.exists():
-                part.replace(Path(f"{aside}{suffix}"))
+        _raise_unless_corrupt(path, exc)
+    with _rebuild_lock(path):  # two processes finding it corrupt: one moves it, once
+        try:
+            return _open_retrying(path, check)  # the other process rebuilt it meanwhile
+        except StoreUnavailable:
+            raise
+        except sqlite3.DatabaseError as exc:
+            _raise_unless_corrupt(path, exc)
+            aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+            log.warning("ipylsp: the store %s is unreadable (%s); moved to %s and rebuilt",
+                        path, exc, aside.name)
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(f"{path}{suffix}").replace(Path(f"{aside}{suffix}"))
         return _open_retrying(path, check)
+
+
+CORRUPT = ("not a database", "malformed", "quick_check failed", "file is encrypted")
+
+
+def _raise_unless_corrupt(path: Path, exc: sqlite3.DatabaseError) -> None:
+    name = getattr(exc, "sqlite_errorname", "")  # Python 3.11+
+    corrupt = name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
+        marker in str(exc).lower() for marker in CORRUPT
+    )
+    if not corrupt or not path.is_file():
+        raise StoreUnavailable(f"{path}: {exc}") from None
+
+
+@contextlib.contextmanager
+def _rebuild_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{path}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _open_retrying(path: Path, check: bool) -> sqlite3.Connection:

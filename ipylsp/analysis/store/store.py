@@ -30,6 +30,16 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
+def safe(text: str) -> str:
+    """`text` as SQLite can take it: a lone surrogate (a non-UTF-8 file name, a message
+    decoded with surrogateescape) is written as `\\udcXX` instead of failing the statement."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class Stored:
     """A server's stored answer: for the text whose hash is `text_hash`, at `written_at`."""
@@ -53,8 +63,11 @@ class StoredSymbols:
 
     def stale(self, read: Callable[[str], str | None]) -> bool:
         """Any of their files' text (`read(path)`) changed since."""
-        return any(read(path) is None or text_hash(read(path) or "") != hashed
-                   for path, hashed in self.hashes.items())
+        for path, hashed in self.hashes.items():
+            text = read(path)
+            if text is None or text_hash(text) != hashed:
+                return True
+        return False
 
 
 def _symbols(rows: list[tuple[Any, ...]], *, with_path: bool) -> StoredSymbols | None:
@@ -80,24 +93,31 @@ class Store:
         self._writer = Writer(path, after_batch=self._evict)
 
     def put_diagnostics(
-        self, path: str, text: str, server: str, diagnostics: Sequence[Diagnostic]
+        self, path: str, text: str, server: str, diagnostics: Sequence[Diagnostic],
+        config: str = "",
     ) -> None:
-        row = (path, text_hash(text), server, DIAGNOSTICS, encode(diagnostics))
+        """`config`: what else the answer depends on (the server's command, root, settings);
+        a baseline is taken only from an answer of the same config. Stamped now, in the order
+        of the puts, whenever the writer gets to it."""
+        now = time.time()
+        row = (safe(path), text_hash(text), server, DIAGNOSTICS, encode(diagnostics), now, now,
+               config)
 
         def write(conn: sqlite3.Connection) -> None:
-            now = time.time()
-            conn.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)", (*row, now, now)
-            )
+            conn.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
 
         self._writer.put(write)
 
-    def get_diagnostics(self, path: str, text: str, server: str) -> Stored | None:
-        """The server's answer for exactly this text, or None."""
+    def get_diagnostics(
+        self, path: str, text: str, server: str, config: str | None = None
+    ) -> Stored | None:
+        """The server's answer for exactly this text (and `config`, when given), or None."""
         found = self._query(
             "SELECT payload, text_hash, written_at FROM answers"
-            " WHERE path = ? AND text_hash = ? AND server = ? AND kind = ?",
-            (path, text_hash(text), server, DIAGNOSTICS),
+            " WHERE path = ? AND text_hash = ? AND server = ? AND kind = ?"
+            + ("" if config is None else " AND config = ?"),
+            (safe(path), text_hash(text), server, DIAGNOSTICS,
+             *(() if config is None else (config,))),
         )
         return self._stored(path, server, found)
 
@@ -106,7 +126,7 @@ class Store:
         found = self._query(
             "SELECT payload, text_hash, written_at FROM answers"
             " WHERE path = ? AND server = ? AND kind = ? ORDER BY written_at DESC LIMIT 1",
-            (path, server, DIAGNOSTICS),
+            (safe(path), server, DIAGNOSTICS),
         )
         return self._stored(path, server, found)
 
@@ -115,7 +135,7 @@ class Store:
         rows = self._query_all(
             "SELECT server, payload, text_hash, max(written_at) FROM answers"
             " WHERE path = ? AND kind = ? GROUP BY server ORDER BY server",
-            (path, DIAGNOSTICS),
+            (safe(path), DIAGNOSTICS),
         )
         found: dict[str, Stored] = {}
         for server, payload, hashed, written_at in rows:
@@ -126,7 +146,7 @@ class Store:
 
     def paths(self, under: str = "", limit: int = 1000) -> list[str]:
         """Files with stored diagnostics, `under` a directory (all when ""), sorted."""
-        prefix = under.rstrip("/") + "/" if under else ""
+        prefix = safe(under.rstrip("/") + "/") if under else ""
         rows = self._query_all(
             "SELECT DISTINCT path FROM answers WHERE kind = ? AND substr(path, 1, ?) = ?"
             " ORDER BY path LIMIT ?",
@@ -138,9 +158,10 @@ class Store:
         self, path: str, text: str, server: str, workspace: str, symbols: Sequence[Symbol]
     ) -> None:
         """A file's outline as `server` answered it for `text` (it replaces the last one)."""
-        hashed, now = text_hash(text), time.time()
-        rows = [(path, server, hashed, workspace, seq, s.name, s.kind, s.line, s.column, s.depth,
-                 s.container, now) for seq, s in enumerate(symbols)]
+        hashed, now, path = text_hash(text), time.time(), safe(path)
+        rows = [(path, server, hashed, safe(workspace), seq, safe(s.name), safe(s.kind), s.line,
+                 s.column, s.depth, None if s.container is None else safe(s.container), now)
+                for seq, s in enumerate(symbols)]
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM symbols WHERE path = ? AND server = ?", (path, server))
@@ -157,7 +178,7 @@ class Store:
             " FROM symbols WHERE path = ? AND server ="
             " (SELECT server FROM symbols WHERE path = ? ORDER BY written_at DESC LIMIT 1)"
             " ORDER BY seq",
-            (path, path),
+            (safe(path), safe(path)),
         )
         return _symbols(rows, with_path=False)
 
@@ -167,14 +188,14 @@ class Store:
         """Symbols of the workspace's stored outlines called `name` (or starting with it)."""
         args: tuple[object, ...]
         if prefix:
-            sql_name, args = "substr(name, 1, ?) = ?", (len(name), name)
+            sql_name, args = "substr(name, 1, ?) = ?", (len(name), safe(name))
         else:
-            sql_name, args = "name = ?", (name,)
+            sql_name, args = "name = ?", (safe(name),)
         rows = self._query_all(
             "SELECT name, kind, line, column, depth, container, path, text_hash, written_at"
             f" FROM symbols WHERE workspace = ? AND {sql_name}"
             " ORDER BY path, line, column LIMIT ?",
-            (workspace, *args, limit),
+            (safe(workspace), *args, limit),
         )
         return _symbols(rows, with_path=True)
 
@@ -186,13 +207,14 @@ class Store:
         return {"path": str(self.path), "bytes": used, "rows": rows, "files": files,
                 "schema": VERSION}
 
-    def clear(self) -> None:
+    def clear(self) -> bool:
+        """Every row gone; False when the writer did not get to it in time."""
         def clear_all(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM answers")
             conn.execute("DELETE FROM symbols")
 
         self._writer.put(clear_all)
-        self.flush()
+        return self.flush()
 
     def flush(self, timeout: float = 5.0) -> bool:
         return self._writer.flush(timeout)
@@ -208,7 +230,7 @@ class Store:
         with self._lock:
             try:
                 row = self._read.execute(sql, args).fetchone()
-            except sqlite3.Error:
+            except (sqlite3.Error, UnicodeError):
                 return None  # a cache miss, never an exception into a cell
         return tuple(row) if row is not None else None
 
@@ -216,7 +238,7 @@ class Store:
         with self._lock:
             try:
                 return [tuple(row) for row in self._read.execute(sql, args).fetchall()]
-            except sqlite3.Error:
+            except (sqlite3.Error, UnicodeError):
                 return []
 
     def _stored(self, path: str, server: str, found: tuple[Any, ...] | None) -> Stored | None:
@@ -247,9 +269,16 @@ class Store:
         """After a batch: over the cap, the least recently used answers go."""
         if self.max_bytes <= 0 or self._used_bytes(conn) <= self.max_bytes:
             return
-        count = conn.execute("SELECT count(*) FROM answers").fetchone()[0]
-        conn.execute(
-            "DELETE FROM answers WHERE rowid IN"
-            " (SELECT rowid FROM answers ORDER BY used_at LIMIT ?)",
-            (max(1, int(count * EVICT_FRACTION)),),
-        )
+        # the least recently used fifth of everything kept: answers by their last use, a
+        # file's outline (whole, never half of one) by when it was written
+        oldest = conn.execute(
+            "SELECT 'answer', rowid, used_at FROM answers UNION ALL"
+            " SELECT 'outline', path, max(written_at) FROM symbols GROUP BY path"
+            " ORDER BY 3 LIMIT max(1, ((SELECT count(*) FROM answers)"
+            " + (SELECT count(DISTINCT path) FROM symbols)) * ? / 100)",
+            (int(EVICT_FRACTION * 100),),
+        ).fetchall()
+        conn.executemany("DELETE FROM answers WHERE rowid = ?",
+                         [(key,) for kind, key, _ in oldest if kind == "answer"])
+        conn.executemany("DELETE FROM symbols WHERE path = ?",
+                         [(key,) for kind, key, _ in oldest if kind == "outline"])

@@ -89,8 +89,18 @@ class Writer:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    for write in batch:
-                        write(conn)
+                    failed = 0
+                    for write in batch:  # one bad row never costs the others
+                        conn.execute("SAVEPOINT row")
+                        try:
+                            write(conn)
+                        except (sqlite3.IntegrityError, sqlite3.InterfaceError, ValueError,
+                                UnicodeError):
+                            conn.execute("ROLLBACK TO row")
+                            failed += 1
+                        conn.execute("RELEASE row")
+                    if failed:
+                        log.warning("ipylsp: %d store rows could not be written", failed)
                     if self._after_batch is not None:
                         self._after_batch(conn)
                     conn.execute("COMMIT")
@@ -101,6 +111,6 @@ class Writer:
             except sqlite3.OperationalError as exc:  # locked past the busy timeout
                 if attempt == ATTEMPTS - 1:
                     log.warning("ipylsp: %d store rows dropped: %s", len(batch), exc)
-            except Exception:
-                log.exception("ipylsp: %d store rows dropped", len(batch))
+            except Exception as exc:  # one line, no traceback: it would land in a cell's stderr
+                log.warning("ipylsp: %d store rows dropped: %r", len(batch), exc)
                 return
