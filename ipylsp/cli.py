@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, TextIO
 from ipylsp.settings import Settings
 
 if TYPE_CHECKING:
+    from ipylsp.analysis.model import Report
+    from ipylsp.analysis.report import FormatOptions
     from ipylsp.lsp.installers import InstallResult
     from ipylsp.service.servers import InstallProgress
     from ipylsp.spec import ServerSpec
@@ -255,6 +257,18 @@ CLI_MORE_HINT = "check fewer files at a time"
 """How a cut text report gets the rest from the CLI (the notebook says `%lsp pending`)."""
 
 
+def _print_report(report: Report, options: FormatOptions, out: TextIO, *, as_json: bool) -> None:
+    """A report as `--json` (schema ipylsp.diagnostics/1) or as its text block (none: clean)."""
+    from ipylsp.analysis import report as fmt
+
+    if as_json:
+        print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
+        return
+    text = fmt.format_text(report, options)
+    if text:
+        print(text, file=out)
+
+
 def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     """`ipylsp diagnostics [PATH]`: the store's answers; no server starts."""
     from ipylsp.analysis import report as fmt
@@ -272,12 +286,7 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
         print(f"ipylsp diagnostics: the store cannot be read: {problem}", file=sys.stderr)
         return EXIT_FAILURE
     options = fmt.FormatOptions.from_settings(settings, more_hint="")
-    if args.json:
-        print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
-    else:
-        text = fmt.format_text(report, options)
-        if text:
-            print(text, file=out)
+    _print_report(report, options, out, as_json=args.json)
     views = fmt.select(report, options)
     return EXIT_PROBLEMS if any(v.shown or v.omitted for v in views) else EXIT_CLEAN
 
@@ -285,6 +294,7 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
 def _cache(settings: Settings, out: TextIO, action: str) -> int:
     """`ipylsp cache info|clear`."""
     from ipylsp.service.service import Service
+    from ipylsp.service.stored import store_summary
 
     with Service(settings) as service:
         info = service.store_info(clear=action == "clear")
@@ -294,12 +304,7 @@ def _cache(settings: Settings, out: TextIO, action: str) -> int:
     if info.get("path") is None:
         print("ipylsp: the store is off (IPyLSP.store = False)", file=out)
         return EXIT_CLEAN
-    size = f"{float(str(info['bytes'])) / 1e6:.1f} MB"
-    what = f"{info['rows']} answers for {info['files']} files"
-    if action == "clear":
-        print(f"cleared {what} ({size}) from {info['path']}", file=out)
-    else:
-        print(f"{info['path']}: {what}, {size} (schema {info['schema']})", file=out)
+    print(store_summary(info, cleared=action == "clear"), file=out)
     return EXIT_CLEAN
 
 
@@ -343,12 +348,7 @@ def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
                  for p in args.paths]
         report = service.check_files(files, timeout=args.timeout)
     options = fmt.FormatOptions.from_settings(settings, more_hint=CLI_MORE_HINT)
-    if args.json:
-        print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
-    else:
-        text = fmt.format_text(report, options)
-        if text:
-            print(text, file=out)
+    _print_report(report, options, out, as_json=args.json)
     unchecked = [f.display_path for f in report.files if not f.servers and not f.diagnostics]
     if unchecked:  # nothing could check these: that is not "clean"
         print(f"ipylsp check: no language server for {', '.join(unchecked)}", file=sys.stderr)

@@ -97,6 +97,23 @@ def test_a_broken_file_is_rebuilt_with_one_warning(
         store.close()
 
 
+def run_together(script: str, argvs: list[list[str]], timeout: float
+                 ) -> list[tuple[int, str, str]]:
+    """`script` in one process per argv, released at once (each reads a line from stdin
+    first); (exit code, stdout, stderr) of each."""
+    processes = [
+        subprocess.Popen([sys.executable, "-c", script, *argv], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for argv in argvs
+    ]
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    outputs = [process.communicate(timeout=timeout) for process in processes]
+    return [(p.returncode, out, err) for p, (out, err) in zip(processes, outputs, strict=True)]
+
+
 WRITER = """
 import sys
 from pathlib import Path
@@ -117,20 +134,8 @@ print("ok")
 def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
     n = 1500
-    writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(n)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-        for name in ("a", "b")
-    ]
-    for writer in writers:
-        assert writer.stdin is not None
-        writer.stdin.write("go\n")
-        writer.stdin.flush()
-    results = [writer.communicate(timeout=120) for writer in writers]
-    assert [(w.returncode, out, err) for w, (out, err) in zip(writers, results, strict=True)] == [
-        (0, "ok\n", ""), (0, "ok\n", ""),
-    ]
+    results = run_together(WRITER, [[str(path), name, str(n)] for name in ("a", "b")], 120)
+    assert results == [(0, "ok\n", ""), (0, "ok\n", "")]
     store = Store(path)
     try:
         assert store.info()["rows"] == 2 * n
@@ -211,20 +216,9 @@ print("ok")
 def test_two_processes_finding_a_corrupt_file_rebuild_it_once(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
     path.write_bytes(b"\x00not a database" * 5000)
-    openers = [
-        subprocess.Popen([sys.executable, "-c", OPENER, str(path), name], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for name in ("a", "b")
-    ]
-    for opener in openers:
-        assert opener.stdin is not None
-        opener.stdin.write("go\n")
-        opener.stdin.flush()
-    results = [opener.communicate(timeout=60) for opener in openers]
-    assert [(o.returncode, out) for o, (out, _) in zip(openers, results, strict=True)] == [
-        (0, "ok\n"), (0, "ok\n"),
-    ], results
-    assert sum("moved to" in err for _, err in results) == 1  # one warning, one move
+    results = run_together(OPENER, [[str(path), name] for name in ("a", "b")], 60)
+    assert [(code, out) for code, out, _ in results] == [(0, "ok\n"), (0, "ok\n")], results
+    assert sum("moved to" in err for _, _, err in results) == 1  # one warning, one move
     assert len(list(tmp_path.glob("store.sqlite3.corrupt-*"))) == 1
     conn = sqlite3.connect(path)
     try:

@@ -14,12 +14,13 @@ import pytest
 
 from ipylsp.analysis.store.db import VERSION
 from ipylsp.lsp import locate
+from tests.fixtures.lsp_tap import methods_about as wire
+from tests.fixtures.lsp_tap import tapped
 from tests.real_servers import DATA_DIR, require
 from tests.test_ipython_kernel import Kernel, block, kernel_dir_for, seed_workspace
 
 pytestmark = pytest.mark.timeout(240)
 
-TAP = Path(__file__).parent / "fixtures" / "lsp_tap.py"
 V1 = "x: int = 1\nprint(undefined_a)\n"
 V2 = "x: int = 1\nprint(undefined_a)\nprint(undefined_b)\n"
 
@@ -27,22 +28,16 @@ V2 = "x: int = 1\nprint(undefined_a)\nprint(undefined_b)\n"
 def configure(kernel: Kernel, log: Path, *, store: bool) -> None:
     command = locate.resolve(require("ty"), DATA_DIR).command
     assert command is not None
-    tapped = [sys.executable, str(TAP), str(log), "--", *command]
     for line in (
         "%load_ext ipylsp",
         '%config IPyLSP.language_servers = {"python": ["ty"]}',
-        f'%config IPyLSP.servers = {{"ty": {{"command": {json.dumps(tapped)}}}}}',
+        f'%config IPyLSP.servers = {{"ty": {{"command": {json.dumps(tapped(log, command))}}}}}',
         "%config IPyLSP.check_cells = False",
         f"%config IPyLSP.store = {store}",
         "%lsp stop",  # `%load_ext` started ty for the cells already: the tapped one replaces it
     ):
         cell = kernel.run(line)
         assert cell.error is None and not cell.displays, (line, cell.outputs)
-
-
-def wire(log: Path, name: str) -> list[str]:
-    rows = [line.split("\t") for line in log.read_text().splitlines()]
-    return [method for method, about in rows if about == name]
 
 
 def test_a_restarted_kernel_takes_its_baselines_from_the_store(tmp_path: Path) -> None:

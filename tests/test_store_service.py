@@ -6,7 +6,6 @@ file changed since)."""
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -21,9 +20,10 @@ from ipylsp.service.service import Service
 from ipylsp.settings import Settings
 from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
 from tests.conftest import fake_command
+from tests.fixtures.lsp_tap import methods_about as wire
+from tests.fixtures.lsp_tap import tapped
 from tests.real_servers import DATA_DIR, require, workspace, write
 
-TAP = Path(__file__).parent / "fixtures" / "lsp_tap.py"
 V1 = "x: int = 1\nprint(undefined_a)\n"
 V2 = "x: int = 1\nprint(undefined_a)\nprint(undefined_b)\n"
 V3 = "# a comment moves every line\nx: int = 1\nprint(undefined_a)\nprint(undefined_b)\n"
@@ -50,13 +50,7 @@ def tapped_ty(log: Path) -> tuple[str, ...]:
     spec = require("ty")
     command = locate.resolve(spec, DATA_DIR).command
     assert command is not None
-    return (sys.executable, str(TAP), str(log), "--", *command)
-
-
-def wire(log: Path, name: str) -> list[str]:
-    """The methods the client sent about the document `name` (the tap's log)."""
-    rows = [line.split("\t") for line in log.read_text().splitlines()]
-    return [method for method, about in rows if about == name]
+    return tuple(tapped(log, command))
 
 
 def text(report: Any) -> str:

@@ -280,11 +280,9 @@ class LspMagics(Magics):
             return TextView(f"the store cannot be used: {info['problem']}")
         if info.get("path") is None:
             return TextView("the store is off (IPyLSP.store = False)")
-        what = (f"{info['rows']} answers for {info['files']} files, "
-                f"{float(str(info['bytes'])) / 1e6:.1f} MB")
-        if args.action == "clear":
-            return TextView(f"cleared {what} from {info['path']}")
-        return TextView(f"{info['path']}: {what} (schema {info['schema']})")
+        from ipylsp.service.stored import store_summary
+
+        return TextView(store_summary(info, cleared=args.action == "clear"))
 
     def _pending(self, args: argparse.Namespace) -> ReportView:
         # The channel hands over what these options show and keeps the rest (its note says

@@ -33,6 +33,15 @@ def read_text(path: Path) -> str | None:
         return None
 
 
+def readable_text(path: Path) -> str | None:
+    """The text of a regular file, or None when it is missing, unreadable or too large (a
+    place an answer points into, a stored answer's file: nothing to raise about)."""
+    try:
+        return read_text(path) if path.is_file() else None
+    except (OSError, TextTooLarge):
+        return None
+
+
 def git_head_text(path: Path, timeout: float = 2.0) -> str | None:
     """The file's text at git HEAD, or None when it is not tracked (or git is unavailable)."""
     try:

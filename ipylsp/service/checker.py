@@ -52,6 +52,12 @@ class ServerOutcome:
     """Not answered when the check's budget ran out: said once per server for the whole
     check (`Report.unknown`), not under the file."""
 
+    @functools.cached_property
+    def config(self) -> str:
+        """What the server's answers depend on besides the text (`stored.config_key`):
+        computed once, for the baseline lookup and the puts alike."""
+        return config_key(self.slot)
+
 
 @dataclass(eq=False)
 class FilePlan:
@@ -171,7 +177,7 @@ class Checker:
         known = self._baseline_if_known(outcome.spec, outcome.before_text, plan.known)
         if known is None and self.answers is not None and not plan.virtual:  # after a restart
             known = self.answers.baseline(plan.path, outcome.before_text, outcome.spec.id,
-                                          config_key(outcome.slot))
+                                          outcome.config)
         if known is not None:
             outcome.baseline = known
             return False
@@ -249,11 +255,10 @@ class Checker:
         cached: tuple[Diagnostic, ...] = ()
         for o in outcomes:
             if o.unknown is None:
-                config = config_key(o.slot)
                 if o.asked_baseline:  # first: the current text's answer is the latest
-                    self.answers.put(plan.path, o.before_text, o.spec.id, o.baseline, config)
+                    self.answers.put(plan.path, o.before_text, o.spec.id, o.baseline, o.config)
                 if keep and plan.new_text is not None:
-                    self.answers.put(plan.path, plan.new_text, o.spec.id, o.current, config)
+                    self.answers.put(plan.path, plan.new_text, o.spec.id, o.current, o.config)
             else:
                 cached += self.answers.cached(plan.path, o.spec.id, plan.new_text, o.before_text)
         return cached
@@ -268,7 +273,7 @@ class Checker:
             return None
         if self.answers is not None and not (plan.virtual or plan.preflight) and plan.new_text:
             self.answers.put(plan.path, plan.new_text, outcome.spec.id, outcome.current,
-                             config_key(outcome.slot))
+                             outcome.config)
         result = delta_mod.compute_delta(
             outcome.before_text, plan.new_text or "", outcome.baseline, outcome.current
         )

@@ -28,7 +28,7 @@ from ipylsp.lsp.client import FILE_DELETED, ClientError, LanguageClient
 from ipylsp.lsp.code_actions import code_actions
 from ipylsp.lsp.features import At, TextSource
 from ipylsp.lsp.rename import rename
-from ipylsp.service.baseline import TextTooLarge, read_text
+from ipylsp.service.baseline import TextTooLarge, read_text, readable_text
 from ipylsp.service.checker import Checker
 from ipylsp.service.pool import Slot
 from ipylsp.service.reports import display_path
@@ -123,12 +123,8 @@ class FeatureResult:
         return self.format(Path.cwd())
 
 
-def _texts(path: Path) -> str | None:
-    """Text of a file an answer points into (for its columns); None when unreadable."""
-    try:
-        return read_text(path) if path.is_file() else None
-    except (OSError, TextTooLarge):
-        return None
+_texts = readable_text
+"""Text of a file an answer points into (for its columns); None when unreadable."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,9 +107,8 @@ def known_report(
         if entry is None:
             continue
         everything = tuple(d for ds in entry.results.values() for d in ds)
-        cached = tuple(
-            d for server in entry.missed for d in (stand_in(path, server, entry.text)
-                                                   if stand_in is not None else ())
+        cached = () if stand_in is None else tuple(
+            d for server in entry.missed for d in stand_in(path, server, entry.text)
         )
         files.append(
             FileReport(

@@ -29,7 +29,7 @@ from ipylsp.analysis.answers import Symbol
 from ipylsp.analysis.model import Cached, Diagnostic, FileReport, Report
 from ipylsp.analysis.store import Store, Stored, StoredSymbols
 from ipylsp.lsp.locate import data_dir
-from ipylsp.service.baseline import TextTooLarge, read_text
+from ipylsp.service.baseline import readable_text
 from ipylsp.service.pool import Slot
 from ipylsp.service.reports import common_root, display_path, display_root
 from ipylsp.settings import Settings
@@ -72,15 +72,8 @@ def mark(diagnostics: Sequence[Diagnostic], stored: Stored, text: str | None) ->
     return tuple(replace(d, cached=cached) for d in diagnostics)
 
 
-def _disk_text(path: str) -> str | None:
-    try:
-        return read_text(Path(path))
-    except (OSError, TextTooLarge):
-        return None
-
-
 def _cached(found: StoredSymbols) -> Cached:
-    return Cached(found.written_at, found.stale(_disk_text))
+    return Cached(found.written_at, found.stale(lambda path: readable_text(Path(path))))
 
 
 OPEN_WAIT = 0.1
@@ -252,10 +245,7 @@ def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Rep
         by_server = store.latest_by_server(str(file))
         if not by_server:
             continue
-        try:
-            text = read_text(file)
-        except (OSError, TextTooLarge):
-            text = None
+        text = readable_text(file)
         shown = tuple(
             d for stored in by_server.values() for d in mark(stored.diagnostics, stored, text)
         )
@@ -283,6 +273,15 @@ def clear_store(answers: Answers) -> dict[str, object]:
     if not store.clear():
         return {"path": None, "problem": f"{store.path} could not be cleared in time"}
     return before
+
+
+def store_summary(info: dict[str, object], *, cleared: bool = False) -> str:
+    """`ipylsp cache info|clear`'s line (and `%lsp cache`'s) for an open store's `info`."""
+    what = f"{info['rows']} answers for {info['files']} files"
+    size = f"{float(str(info['bytes'])) / 1e6:.1f} MB"
+    if cleared:
+        return f"cleared {what} ({size}) from {info['path']}"
+    return f"{info['path']}: {what}, {size} (schema {info['schema']})"
 
 
 def _off(answers: Answers) -> dict[str, object]:
