@@ -118,7 +118,8 @@ def _raise_unless_corrupt(path: Path, exc: sqlite3.DatabaseError) -> None:
     corrupt = name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
         marker in str(exc).lower() for marker in CORRUPT
     )
-    if not corrupt or not path.is_file():
+    # missing: another process is moving it aside right now; the caller retries under the lock
+    if not corrupt or (path.exists() and not path.is_file()):
         raise StoreUnavailable(f"{path}: {exc}") from None
 
 
