@@ -24,27 +24,22 @@ from ipylsp.service import batch, cleanup
 from ipylsp.service.batch import FileCheck
 from ipylsp.service.cells import CellSession
 from ipylsp.service.checker import Checker
+from ipylsp.service.control import HANDOVER_MARGIN, ServerControl
 from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
 from ipylsp.service.late import LateAnswers
 from ipylsp.service.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.pending import PendingChannel
-from ipylsp.service.pool import ClientPool, Slot, SlotStatus
+from ipylsp.service.pool import ClientPool, SlotStatus
 from ipylsp.service.reports import common_root, error_count, failed_files, known_report
 from ipylsp.service.stored import Answers, clear_store, store_file, store_info, stored_report
 from ipylsp.service.subscribers import ReportSink, Subscriber
-from ipylsp.service.tables import ServerTables
 from ipylsp.settings import Settings
 
 log = logging.getLogger(__name__)
 
 __all__ = ["FileCheck", "Service"]
 
-# Beyond the wait budget, how long a caller waits for the loop to hand the report back. No
-# server behaviour reaches it (the batch keeps the budget); it guards against our own bugs.
-_HANDOVER_MARGIN = 2.0
-
-
-class Service(ServerTables):
+class Service(ServerControl):
     """Language servers for any number of workspaces, driven from a background loop."""
 
     def __init__(self, settings: Settings | None = None) -> None:
@@ -148,7 +143,7 @@ class Service(ServerTables):
             on_wait = None if progress is None else lambda: progress(self._waiting_for())
             result, rows = loop.run(
                 self._check_all_with_status(files, deadline, budget, brief),
-                budget + _HANDOVER_MARGIN,
+                budget + HANDOVER_MARGIN,
                 on_wait=on_wait,
             )
         except LoopTimeout:
@@ -326,7 +321,7 @@ class Service(ServerTables):
             {"direction": direction, "new_name": new_name, "query": query},
         )
         try:
-            return self._background().run(coro, budget + _HANDOVER_MARGIN)
+            return self._background().run(coro, budget + HANDOVER_MARGIN)
         except LoopTimeout:
             return FeatureResult(
                 kind, error=f"no answer within {budget:.1f} s", reason="timed_out"
@@ -370,65 +365,6 @@ class Service(ServerTables):
         """The persistent store: its file, size, rows, files (`{"path": None}` when off).
         `clear`: forget every answer in it (what it held is returned)."""
         return (clear_store if clear else store_info)(self._answers)
-
-    # -- control ------------------------------------------------------------------------------
-
-    def status(self) -> list[SlotStatus]:
-        if self._loop is None:
-            return []
-        return self._loop.run(self._status(), 5.0)
-
-    async def _status(self) -> list[SlotStatus]:
-        return self._pool.status()
-
-    def restart(self, server_id: str | None = None) -> int:
-        """Stop matching servers and clear their broken marks; they start again on next use."""
-        if self._loop is None:
-            return 0
-        self._checker.forget_reported()
-        count = self._loop.run(self._pool.restart(server_id), 30.0)
-        self._publish_status()
-        return count
-
-    def starting(self, path: str | os.PathLike[str]) -> bool:
-        """Whether a server for `path` has yet to start (not started, or starting): a caller
-        that must not wait for a start (a cell's check) then waits briefly instead."""
-        if self._loop is None or not self._loop.running:
-            return True
-        try:
-            return bool(self._loop.run(self._starting(self._normalize(path)), 1.0))
-        except LoopTimeout:  # a loop this busy: do not wait on it either
-            return True
-
-    async def _starting(self, path: Path) -> bool:
-        resolver = self._checker.resolver
-        running = {server_id for server_id, _ in resolver.running(path)}
-        for spec in resolver.servers(path):
-            slot = None if spec.id in running else resolver.slot(spec, path)
-            if isinstance(slot, Slot) and slot.broken is None:
-                return True
-        return False
-
-    def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
-        """Start (or confirm) every server that serves `path`; one status line per server."""
-        budget = self._settings.wait_budget if timeout is None else float(timeout)
-        coro = self._checker.start_servers(self._normalize(path), time.monotonic() + budget)
-        try:
-            lines = self._background().run(coro, budget + _HANDOVER_MARGIN)
-        except LoopTimeout:
-            return [f"no answer within {budget:.1f} s"]
-        self._publish_status()
-        return lines
-
-    def stop(self, server_id: str | None = None) -> int:
-        if self._loop is None:
-            return 0
-        count = self._loop.run(self._pool.stop(server_id), 30.0)
-        self._publish_status()
-        return count
-
-    def server_pids(self) -> list[int]:
-        return [row.pid for row in self.status() if row.pid is not None]
 
     def close(self) -> None:
         """Stop every server (shutdown, exit, kill) and the loop. Safe to call twice."""
