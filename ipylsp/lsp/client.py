@@ -6,9 +6,9 @@ being sent while a pull for it is outstanding, so a pull can never be answered f
 version than the one it is credited to. A push counts only when it carries the awaited version
 (or, for servers that send no version, when it arrived after the change was sent).
 
-The client keeps the process, its state machine and the order of the steps; document sync is
-in sync.py, the server->client handlers in server_requests.py, the waiting for a version's
-diagnostics in diagnostics.py.
+The client keeps the process, its state machine and the order of the steps; the initialize
+exchange is in handshake.py, document sync in sync.py, the server->client handlers in
+server_requests.py, the waiting for a version's diagnostics in diagnostics.py.
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ import contextlib
 import enum
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ipylsp.analysis.model import Diagnostic, UnknownReason
-from ipylsp.analysis.positions import Encoding, choose_encoding
-from ipylsp.lsp import capabilities as caps
+from ipylsp.analysis.positions import Encoding
 from ipylsp.lsp.convert import to_diagnostics
 from ipylsp.lsp.diagnostics import VERSIONLESS_SETTLE, DiagnosticsWaiter
 from ipylsp.lsp.documents import DocumentTable, path_to_uri
 from ipylsp.lsp.errors import ClientError
+from ipylsp.lsp.handshake import initialize
 from ipylsp.lsp.jsonrpc import (
     ConnectionLost,
     Endpoint,
@@ -39,7 +39,7 @@ from ipylsp.lsp.jsonrpc import (
 )
 from ipylsp.lsp.process import ServerProcess, spawn
 from ipylsp.lsp.server_requests import STATIC_PULL, Progress, ServerHandlers
-from ipylsp.lsp.sync import DocumentSync, LockTimeout
+from ipylsp.lsp.sync import DocumentSync
 from ipylsp.spec import ServerSpec
 
 __all__ = [  # the client's API, wherever it is defined
@@ -175,24 +175,7 @@ class LanguageClient:
         self._exit_task = asyncio.get_running_loop().create_task(self._watch_exit())
         self.started_at = time.monotonic()
         try:
-            result = await endpoint.request(
-                "initialize",
-                caps.initialize_params(self.root, self.spec.initialization_options),
-                timeout=timeout,
-            )
-            if not isinstance(result, dict):
-                raise ResponseError(-32603, "initialize returned no result object")
-            self.server_capabilities = dict(result.get("capabilities") or {})
-            self.server_info = dict(result.get("serverInfo") or {})
-            self.encoding = choose_encoding(self.server_capabilities.get("positionEncoding"))
-            declares_pull, identifier = caps.static_pull(self.server_capabilities)
-            if declares_pull:
-                self._server.pull_identifiers[STATIC_PULL] = identifier
-            await endpoint.notify("initialized", {})
-            if self.spec.settings:
-                await endpoint.notify(
-                    "workspace/didChangeConfiguration", {"settings": dict(self.spec.settings)}
-                )
+            hello = await initialize(endpoint, self.spec, self.root, timeout)
         except RequestTimeout:
             await self._abort(f"initialize got no answer within {timeout:.1f} s")
             raise ClientError(UnknownReason.TIMED_OUT, self.state_detail) from None
@@ -208,6 +191,10 @@ class LanguageClient:
         except asyncio.CancelledError:
             await asyncio.shield(self._abort("start cancelled"))
             raise
+        self.server_capabilities, self.server_info = hello.capabilities, hello.info
+        self.encoding = hello.encoding
+        if hello.declares_pull:
+            self._server.pull_identifiers[STATIC_PULL] = hello.pull_identifier
         self.state = ClientState.RUNNING
         self.state_detail = "running"
         log.info("started %s for %s (pid %s)", self.spec.id, self.root, self.pid)
@@ -349,22 +336,11 @@ class LanguageClient:
         uri = path_to_uri(path)
         with deadline_scope(deadline):
             deadline = current_deadline()
-            async with self._locked(uri, deadline):
+            async with self._sync.locked(uri, deadline):
                 doc = await self._sync.open_or_change(path, text, language_id)
                 if save:
                     await self._sync.save(doc, self.server_capabilities)
                 return doc.version
-
-    @contextlib.asynccontextmanager
-    async def _locked(self, uri: str, deadline: float | None) -> AsyncIterator[None]:
-        """The document's lock, waited for at most until `deadline` (`ClientError` then)."""
-        try:
-            async with self._sync.locked(uri, deadline):
-                yield
-        except LockTimeout:
-            raise ClientError(
-                UnknownReason.TIMED_OUT, "waiting for diagnostics (document busy)"
-            ) from None
 
     # -- diagnostics --------------------------------------------------------------------------
 
@@ -391,7 +367,7 @@ class LanguageClient:
         """
         uri = path_to_uri(path)
         with deadline_scope(deadline):
-            async with self._locked(uri, deadline):
+            async with self._sync.locked(uri, deadline):
                 self.last_used = time.monotonic()
                 known = self.documents.get(uri)
                 server = self._server

@@ -16,15 +16,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ipylsp.analysis.model import UnknownReason
 from ipylsp.lsp import capabilities as caps
 from ipylsp.lsp.documents import DocumentTable, OpenDocument, path_to_uri
+from ipylsp.lsp.errors import ClientError
 
 Send = Callable[[str, Any], Awaitable[None]]
 """Sends one notification to the server (raising `ClientError` when it is gone)."""
-
-
-class LockTimeout(Exception):
-    """The document stayed locked (another check's pull) until the deadline."""
 
 
 class DocumentSync:
@@ -49,7 +47,8 @@ class DocumentSync:
 
     @contextlib.asynccontextmanager
     async def locked(self, uri: str, deadline: float | None) -> AsyncIterator[None]:
-        """Hold the document's lock; `LockTimeout` when it is not free by `deadline`."""
+        """Hold the document's lock; `ClientError` (timed out) when it is not free by
+        `deadline` (another check's pull holds it)."""
         lock = self.lock(uri)
         if deadline is None or not lock.locked():  # free: taken at once, no timer needed
             await lock.acquire()
@@ -57,7 +56,9 @@ class DocumentSync:
             try:
                 await asyncio.wait_for(lock.acquire(), max(deadline - time.monotonic(), 0.0))
             except asyncio.TimeoutError:
-                raise LockTimeout(uri) from None
+                raise ClientError(
+                    UnknownReason.TIMED_OUT, "waiting for diagnostics (document busy)"
+                ) from None
         try:
             yield
         finally:
