@@ -23,6 +23,7 @@ from tests.conftest import fake_command
 from tests.fixtures.lsp_tap import methods_about as wire
 from tests.fixtures.lsp_tap import tapped
 from tests.real_servers import DATA_DIR, require, workspace, write
+from tests.test_store import STORE_LOGGERS
 
 V1 = "x: int = 1\nprint(undefined_a)\n"
 V2 = "x: int = 1\nprint(undefined_a)\nprint(undefined_b)\n"
@@ -53,6 +54,12 @@ def tapped_ty(log: Path) -> tuple[str, ...]:
     return tuple(tapped(log, command))
 
 
+def opened(service: Service) -> None:
+    """Wait for the service's store to open: a check's first lookup waits at most `OPEN_WAIT`
+    for it, and a loaded machine may take longer (the tests below read it at once)."""
+    assert service._answers.store(wait=30) is not None
+
+
 def text(report: Any) -> str:
     return format_text(report, FormatOptions(severity="all"))
 
@@ -71,6 +78,8 @@ def test_a_restarted_service_takes_its_baselines_from_the_store(
     for store_on in (True, False):  # after the restart, with and without the store
         seen = len(wire(log, "app.py"))
         with Service(ty_settings(store if store_on else None, command=tapped_ty(log))) as after:
+            if store_on:
+                opened(after)
             shown[store_on] = text(after.check(path, before=V1))
         wires[store_on] = wire(log, "app.py")[seen:]
     expected = f'<diagnostics file="app.py">\nERROR [3:7] {UNDEFINED.format("undefined_b")})\n'
@@ -108,6 +117,7 @@ def test_a_server_that_is_down_answers_from_the_store_marked_cached(
     path = write(root, "app.py", V1)
     stored_by_ty(store, path, V1, V2)
     with Service(ty_settings(store, command=command)) as down:
+        opened(down)
         exact = down.check(path, before=V1)  # the text ty last answered for: its delta
         path.write_text(V3)
         stale = down.check(path, before=V2)  # changed since: everything ty said, stale
@@ -140,6 +150,7 @@ def test_a_live_answer_wins_and_refreshes_the_store(root: Path, tmp_path: Path) 
         report = live.check(path, before=V1)
     assert all(d.cached is None for f in report.files for d in f.diagnostics)
     with Service(ty_settings(store, command=(str(tmp_path / "no-such-ty"),))) as down:
+        opened(down)
         report = down.check(path, before=V1)
     assert [(d.range.start.line, d.cached is not None and not d.cached.stale)
             for f in report.files for d in f.diagnostics] == [(2, True)]
@@ -160,6 +171,7 @@ def test_a_server_still_starting_is_cut_and_answers_from_the_store(tmp_path: Pat
     with Service(fake_shell(store=store)) as live:
         assert live.check(path, before="").has_problems
     with Service(fake_shell("--hang-initialize", store=store)) as starting:
+        opened(starting)
         report = starting.check(path, before="", timeout=0.5)
     (diagnostic,) = report.files[0].diagnostics
     assert diagnostic.message.endswith("stored answer") and diagnostic.cached is not None
@@ -224,6 +236,7 @@ def test_an_agent_gets_stored_answers_while_the_server_is_down(
     path = write(root, "app.py", V1)
     stored_by_ty(store, path, V1)
     with Service(ty_settings(store, command=("no-such-ty", "server"))) as down:
+        opened(down)
         box = Toolbox(down, root)
         fallback = box.call("lsp_diagnostics", {"path": "app.py"})
         only_store = box.call("lsp_diagnostics", {"cached": True})
@@ -253,6 +266,7 @@ def test_outlines_and_definitions_by_name_come_from_the_store(root: Path, tmp_pa
         outline = live.feature("symbols", shapes)
     assert [s.name for s in outline.symbols] == ["Square", "area", "make"]
     with Service(ty_settings(store, command=("no-such-ty", "server"))) as down:
+        opened(down)
         cached = down.feature("symbols", shapes)
         definition = down.feature("definition", main, 2, 6)  # `make` in main.py
         box = Toolbox(down, root)
@@ -311,10 +325,11 @@ def test_a_garbage_store_is_rebuilt_with_one_warning_and_the_check_goes_on(
     with caplog.at_level(logging.WARNING, logger="ipylsp"), Service(ty_settings(store)) as svc:
         shown = text(svc.check(path, before=""))
     assert shown.splitlines()[1] == f"ERROR [2:7] {UNDEFINED.format('undefined_a')})"
-    warnings = [r.getMessage() for r in caplog.records
-                if r.name.startswith("ipylsp") and r.levelno >= logging.WARNING]
+    warnings = [r.getMessage() for r in caplog.records  # the store's own, not a stray thread's
+                if r.name in STORE_LOGGERS and r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "moved to store.sqlite3.corrupt-" in warnings[0], warnings
     with Service(ty_settings(store, command=("no-such-ty",))) as down:  # the rebuilt one works
+        opened(down)
         assert "cached" in text(down.check(path, before=""))
 
 
@@ -329,6 +344,7 @@ def test_a_baseline_stored_by_another_server_configuration_is_not_used(
     path.write_text(V2)
     log = tmp_path / "wire.log"
     with Service(ty_settings(store, command=tapped_ty(log))) as other:  # another command
+        opened(other)
         shown = text(other.check(path, before=V1))
     assert shown.splitlines()[1] == f"ERROR [3:7] {UNDEFINED.format('undefined_b')})"
     assert wire(log, "app.py").count("textDocument/diagnostic") == 2  # it asked for V1 itself

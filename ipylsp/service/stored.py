@@ -152,14 +152,20 @@ class Answers:
         return self._store
 
     def _put(self, put: Callable[[Store], None]) -> None:
-        with self._lock:
+        with self._lock:  # held for the queue put too: `close` cannot slip in before it
             store = self._store
-            if store is None and not self._opened.is_set():
-                if len(self._early) < EARLY_PUTS:
-                    self._early.append(put)
-                return
+            if store is not None:
+                put(store)
+            elif not self._opened.is_set() and len(self._early) < EARLY_PUTS:
+                self._early.append(put)
+
+    def reader(self) -> Store | None:
+        """The store for a reader with no server (`ipylsp diagnostics`, `cache`): waited for,
+        and this process's own queued answers written first, so it reads what it was given."""
+        store = self.store(wait=READER_WAIT)
         if store is not None:
-            put(store)
+            store.flush(READER_WAIT)
+        return store
 
     def put(self, path: Path, text: str, server: str, diagnostics: Sequence[Diagnostic],
             config: str = "") -> None:
@@ -234,7 +240,7 @@ class Answers:
 def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Report:
     """What the store holds for a file, or for every file under a directory, with no server
     running: each server's latest answer, marked cached, stale against the text on disk now."""
-    store = answers.store(wait=READER_WAIT)
+    store = answers.reader()
     if store is None:
         problem = _off(answers).get("problem")
         return Report(notes=(f"ipylsp: the store cannot be read: {problem}" if problem
@@ -260,13 +266,13 @@ def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Rep
 
 def store_info(answers: Answers) -> dict[str, object]:
     """The store's file, size, rows and files (`ipylsp cache info`); `{"path": None}` when off."""
-    store = answers.store(wait=READER_WAIT)
+    store = answers.reader()
     return _off(answers) if store is None else store.info()
 
 
 def clear_store(answers: Answers) -> dict[str, object]:
     """Forget every stored answer (`ipylsp cache clear`); what was there before."""
-    store = answers.store(wait=READER_WAIT)
+    store = answers.reader()
     if store is None:
         return _off(answers)
     before = store.info()

@@ -80,21 +80,28 @@ class StoreUnavailable(Exception):
     schema. Never a reason to move it aside."""
 
 
-LOCK_RETRIES = 5
+LOCKED_FOR = 15.0
+"""Seconds an open keeps retrying a file another process holds locked (SQLite reports some
+locks at once instead of waiting: a writer creating the file, switching it to WAL). Opens run
+on a thread of their own: no check waits for this."""
 
 
 def connect(path: Path, *, check: bool = True) -> sqlite3.Connection:
     """An open, migrated connection; a corrupt file is moved aside and rebuilt once.
     `check`: run `quick_check` (it reads every page: once per process is enough).
     `StoreUnavailable` for anything that is not corruption (a directory, no permission, a
-    disk error, a lock held too long, a newer schema): such a path is never moved."""
+    disk error, a lock held too long, a newer schema): such a path is never moved.
+
+    Every open holds `<path>.lock` shared and a rebuild holds it exclusive, so no process opens
+    the file (or creates a new one and its WAL) while another moves it and its WAL aside."""
     try:
-        return _open_retrying(path, check)
+        with _path_lock(path, exclusive=False):
+            return _open_retrying(path, check)
     except StoreUnavailable:
         raise
     except sqlite3.DatabaseError as exc:
         _raise_unless_corrupt(path, exc)
-    with _rebuild_lock(path):  # two processes finding it corrupt: one moves it, once
+    with _path_lock(path, exclusive=True):  # two processes finding it corrupt: one moves it
         try:
             return _open_retrying(path, check)  # the other process rebuilt it meanwhile
         except StoreUnavailable:
@@ -104,7 +111,7 @@ def connect(path: Path, *, check: bool = True) -> sqlite3.Connection:
             aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
             log.warning("ipylsp: the store %s is unreadable (%s); moved to %s and rebuilt",
                         path, exc, aside.name)
-            for suffix in ("", "-wal", "-shm"):
+            for suffix in ("-wal", "-shm", ""):
                 with contextlib.suppress(FileNotFoundError):
                     Path(f"{path}{suffix}").replace(Path(f"{aside}{suffix}"))
         return _open_retrying(path, check)
@@ -118,16 +125,19 @@ def _raise_unless_corrupt(path: Path, exc: sqlite3.DatabaseError) -> None:
     corrupt = name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
         marker in str(exc).lower() for marker in CORRUPT
     )
-    # missing: another process is moving it aside right now; the caller retries under the lock
     if not corrupt or (path.exists() and not path.is_file()):
         raise StoreUnavailable(f"{path}: {exc}") from None
 
 
 @contextlib.contextmanager
-def _rebuild_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{path}.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def _path_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(f"{path}.lock", "a")  # noqa: SIM115 (closed below, after the flock)
+    except OSError as exc:
+        raise StoreUnavailable(f"{path}: cannot lock it: {exc}") from None
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         try:
             yield
         finally:
@@ -135,19 +145,21 @@ def _rebuild_lock(path: Path) -> Iterator[None]:
 
 
 def _open_retrying(path: Path, check: bool) -> sqlite3.Connection:
-    """Two processes creating the file at once: switching it to WAL takes a lock the busy
-    handler does not wait for, so a locked open is tried again (briefly), not taken for
-    corruption."""
-    for attempt in range(LOCK_RETRIES):
+    """Two processes creating the file at once: the creator's lock is one the busy handler
+    does not wait for, so a locked open is tried again (briefly, for `LOCKED_FOR` s at most),
+    not taken for corruption."""
+    deadline = time.monotonic() + LOCKED_FOR
+    attempt = 0
+    while True:
         try:
             return _open(path, check)
         except sqlite3.OperationalError as exc:
             if not _locked(exc):
                 raise
-            if attempt == LOCK_RETRIES - 1:
+            if time.monotonic() >= deadline:
                 raise StoreUnavailable(f"{path} stays locked: {exc}") from None
-            time.sleep(0.05 * (attempt + 1))  # a retry's backoff, not a synchronization
-    raise AssertionError("unreachable")
+            attempt += 1
+            time.sleep(min(0.05 * attempt, 0.25))  # a retry's backoff, not a synchronization
 
 
 def _locked(exc: sqlite3.OperationalError) -> bool:
@@ -161,8 +173,8 @@ def _open(path: Path, check: bool) -> sqlite3.Connection:
                            check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = NORMAL")  # first: creating the file fsyncs less
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
         if check and conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
             raise sqlite3.DatabaseError("quick_check failed")
         _migrate(conn)

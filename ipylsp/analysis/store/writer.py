@@ -30,21 +30,25 @@ class Writer:
         self._path = path
         self._queue: queue.Queue[Write | threading.Event | None] = queue.Queue()
         self._after_batch = after_batch
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="ipylsp-store", daemon=True)
         self._thread.start()
 
     def put(self, write: Write) -> None:
-        self._queue.put(write)
+        """Queue a write; after `close` it is dropped (a cache: nothing waits for it)."""
+        if not self._closed:
+            self._queue.put(write)
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until everything put before now is written (or dropped); False on timeout."""
-        if not self._thread.is_alive():
+        if self._closed or not self._thread.is_alive():
             return True
         done = threading.Event()
         self._queue.put(done)
         return done.wait(timeout)
 
     def close(self, timeout: float = 5.0) -> None:
+        self._closed = True
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(timeout)
