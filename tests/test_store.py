@@ -250,3 +250,29 @@ def test_eviction_covers_outlines_too(tmp_path: Path) -> None:
         assert store.outline("/w/f0.py") is None  # the oldest went
     finally:
         store.close()
+
+
+def test_no_open_overlaps_a_rebuild_moving_the_file_aside(tmp_path: Path) -> None:
+    """A rebuild holds `<store>.lock` exclusive while it moves the file and its WAL aside; an
+    open meanwhile would create a fresh file and WAL that the move then splits (a lost row,
+    found by a review). Opens wait for the lock; a negative window, never a false failure."""
+    import threading
+
+    from ipylsp.analysis.store import db
+
+    path = tmp_path / "store.sqlite3"
+    opened = threading.Event()
+    conns: list[sqlite3.Connection] = []
+
+    def open_it() -> None:
+        conns.append(connect(path))
+        opened.set()
+
+    with db._path_lock(path, exclusive=True):
+        thread = threading.Thread(target=open_it)
+        thread.start()
+        assert not opened.wait(0.3)  # held off while the "rebuild" runs
+        assert not path.exists()
+    assert opened.wait(30)
+    thread.join()
+    conns[0].close()
