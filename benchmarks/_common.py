@@ -56,6 +56,11 @@ def ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
+def difference(a: float | None, b: float | None) -> float | None:
+    """a - b, rounded; None when either is missing (a side that gave no number)."""
+    return None if a is None or b is None else round(a - b, 3)
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or b <= 0:
         return None

@@ -151,7 +151,7 @@ def bench_check(iso: c.Isolation, n: int, store: Path) -> dict[str, Any]:
         "n": n,
         "store_on_median_ms": on_ms,
         "store_off_median_ms": off_ms,
-        "added_ms": None if on_ms is None or off_ms is None else round(on_ms - off_ms, 3),
+        "added_ms": c.difference(on_ms, off_ms),
         "ratio_on_off": c.ratio(on_ms, off_ms),
         "store_calls_per_check_us": round(c.median(per_check) or 0, 1),
         "wrong_results": wrong,
@@ -184,7 +184,7 @@ def bench_restart(iso: c.Isolation, n: int, store: Path, server: str) -> dict[st
         "n": n,
         "with_store_median_ms": on_ms,
         "without_store_median_ms": off_ms,
-        "saved_ms": None if on_ms is None or off_ms is None else round(off_ms - on_ms, 3),
+        "saved_ms": c.difference(off_ms, on_ms),
         "pulls_with_store": sorted(set(pulls["on"])),
         "pulls_without_store": sorted(set(pulls["off"])),
     }

@@ -294,7 +294,7 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
 def _cache(settings: Settings, out: TextIO, action: str) -> int:
     """`ipylsp cache info|clear`."""
     from ipylsp.service.service import Service
-    from ipylsp.service.stored import store_summary
+    from ipylsp.service.stored import STORE_OFF, store_summary
 
     with Service(settings) as service:
         info = service.store_info(clear=action == "clear")
@@ -302,7 +302,7 @@ def _cache(settings: Settings, out: TextIO, action: str) -> int:
         print(f"ipylsp cache: the store cannot be used: {info['problem']}", file=sys.stderr)
         return EXIT_FAILURE
     if info.get("path") is None:
-        print("ipylsp: the store is off (IPyLSP.store = False)", file=out)
+        print(f"ipylsp: {STORE_OFF}", file=out)
         return EXIT_CLEAN
     print(store_summary(info, cleared=action == "clear"), file=out)
     return EXIT_CLEAN

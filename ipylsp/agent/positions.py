@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ipylsp.agent.errors import ToolError
+from ipylsp.analysis.positions import split_lines
 
 MAX_LINE_SHOWN = 160
 
@@ -22,10 +23,6 @@ class Spot:
 
     line: int
     column: int
-
-
-def _lines(text: str) -> list[str]:
-    return re.split(r"\r\n|\r|\n", text)
 
 
 def _shown(line_text: str) -> str:
@@ -53,7 +50,7 @@ def resolve(
     occurrence: int = 1,
 ) -> Spot:
     """The 0-based spot for 1-based `line` with `column` or `symbol` (`occurrence`-th)."""
-    lines = _lines(text)
+    lines = split_lines(text)
     if not 1 <= line <= len(lines):
         raise ToolError(
             "invalid_argument", f"line {line} is outside the file (it has {len(lines)} lines)"

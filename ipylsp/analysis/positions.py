@@ -14,11 +14,23 @@ from typing import Literal
 Encoding = Literal["utf-8", "utf-16", "utf-32"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+_WORD = re.compile(r"\w+")
 
 
 def split_lines(text: str) -> list[str]:
     """Lines without their terminators; a trailing terminator yields a last empty line."""
     return _LINE_END.split(text)
+
+
+def word_at(text: str, line: int, column: int) -> str:
+    """The identifier at (line, column), touching its start or end; "" when there is none."""
+    lines = split_lines(text)
+    if line >= len(lines):
+        return ""
+    for match in _WORD.finditer(lines[line]):
+        if match.start() <= column <= match.end():
+            return match.group()
+    return ""
 
 
 def _units(ch: str, encoding: Encoding) -> int:

@@ -278,10 +278,10 @@ class LspMagics(Magics):
         info = self.checks.service.store_info(clear=args.action == "clear")
         if info.get("problem"):
             return TextView(f"the store cannot be used: {info['problem']}")
-        if info.get("path") is None:
-            return TextView("the store is off (IPyLSP.store = False)")
-        from ipylsp.service.stored import store_summary
+        from ipylsp.service.stored import STORE_OFF, store_summary
 
+        if info.get("path") is None:
+            return TextView(STORE_OFF)
         return TextView(store_summary(info, cleared=args.action == "clear"))
 
     def _pending(self, args: argparse.Namespace) -> ReportView:

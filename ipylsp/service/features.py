@@ -12,7 +12,6 @@ and code-point columns.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -22,6 +21,7 @@ from typing import Literal
 from ipylsp.analysis.answers import CodeAction, Completion, Location, Symbol
 from ipylsp.analysis.edits import TextEdit
 from ipylsp.analysis.model import Cached, Unknown, UnknownReason
+from ipylsp.analysis.positions import word_at
 from ipylsp.lsp import features as lsp_features
 from ipylsp.lsp import languages, protocol
 from ipylsp.lsp.client import FILE_DELETED, ClientError, LanguageClient
@@ -82,13 +82,19 @@ class FeatureResult:
     why_cached: str = ""
     """With `cached`: why no server answered."""
 
+    def cached_note(self) -> str:
+        """`(cached 3 min ago; why no server answered)` for an answer from the store, else ""."""
+        if self.cached is None:
+            return ""
+        return f"({self.cached.label(time.time())}; {self.why_cached})"
+
     def format(self, root: Path | None = None) -> str:
         """The answer as people and agents read it: 1-based positions, paths relative to root."""
         if self.error:
             return f"{self.kind}: {self.error}"
         if self.cached is not None:
             live = replace(self, cached=None, why_cached="").format(root)
-            return f"{live}\n({self.cached.label(time.time())}; {self.why_cached})"
+            return f"{live}\n{self.cached_note()}"
         if self.kind == "hover":
             return self.text or "(no hover information)"
         if self.kind == "completions":
@@ -123,10 +129,6 @@ class FeatureResult:
         return self.format(Path.cwd())
 
 
-_texts = readable_text
-"""Text of a file an answer points into (for its columns); None when unreadable."""
-
-
 @dataclass(frozen=True, slots=True)
 class Query:
     """One feature request for one server: where, with what, and until when."""
@@ -158,7 +160,7 @@ def _locations(kind: str, locate: Locate) -> Ask:
     references): the same request shape, a different `lsp.features` function."""
 
     async def ask(client: LanguageClient, q: Query) -> FeatureResult:
-        return FeatureResult(kind, locations=await locate(client, q.at, _texts, q.timeout))
+        return FeatureResult(kind, locations=await locate(client, q.at, readable_text, q.timeout))
 
     return ask
 
@@ -176,24 +178,24 @@ async def _symbols(client: LanguageClient, q: Query) -> FeatureResult:
 
 
 async def _workspace_symbols(client: LanguageClient, q: Query) -> FeatureResult:
-    found = await lsp_features.workspace_symbols(client, q.query, _texts, q.timeout)
+    found = await lsp_features.workspace_symbols(client, q.query, readable_text, q.timeout)
     return FeatureResult("workspace_symbols", symbols=found)
 
 
 async def _calls(client: LanguageClient, q: Query) -> FeatureResult:
-    found = await lsp_features.calls(client, q.at, q.direction, _texts, q.timeout)
+    found = await lsp_features.calls(client, q.at, q.direction, readable_text, q.timeout)
     return FeatureResult("calls", symbols=found)
 
 
 async def _rename(client: LanguageClient, q: Query) -> FeatureResult:
-    edits = await rename(client, q.at, q.new_name, _texts, q.timeout)
+    edits = await rename(client, q.at, q.new_name, readable_text, q.timeout)
     return FeatureResult("rename", edits=edits)
 
 
 async def _code_actions(client: LanguageClient, q: Query) -> FeatureResult:
     at = q.at
     found = await code_actions(
-        client, at.path, at.text, q.language_id, at.line, _texts, q.deadline
+        client, at.path, at.text, q.language_id, at.line, readable_text, q.deadline
     )
     return FeatureResult("code_actions", actions=found)
 
@@ -291,7 +293,7 @@ async def request_feature(
     (whose `path` only chooses the servers)."""
     if kind not in PROVIDERS:
         raise ValueError(f"unknown feature {kind!r}")
-    text = _texts(path)
+    text = readable_text(path)
     if text is None:
         return FeatureResult(kind, error=f"no such file: {path}", reason="no_file")
     language_id = languages.language_id(path)
@@ -311,9 +313,8 @@ async def request_feature(
             if kind not in MERGED:
                 break
     if answers and kind == "symbols" and checker.answers is not None:
-        workspace = checker.resolver.shown_root(path) or path.parent
-        checker.answers.put_symbols(path, text, answers[0].server_id or "", workspace,
-                                    answers[0].symbols)
+        checker.answers.put_symbols(path, text, answers[0].server_id or "",
+                                    _name_scope(checker, path), answers[0].symbols)
     if not answers:
         stored = _from_store(checker, kind, q) if failures.reason in _DOWN else None
         if stored is not None:
@@ -331,9 +332,6 @@ _DOWN: frozenset[FeatureFailure | None] = frozenset(
 )
 """Why no server answered, when the store may stand in."""
 
-_WORD = re.compile(r"\w+")
-
-
 def _from_store(checker: Checker, kind: str, q: Query) -> FeatureResult | None:
     """Outlines, workspace symbols and definitions by name from what servers answered before
     (marked cached); None when the store has nothing for it."""
@@ -341,13 +339,13 @@ def _from_store(checker: Checker, kind: str, q: Query) -> FeatureResult | None:
     if answers is None:
         return None
     path = q.at.path
-    workspace = checker.resolver.shown_root(path) or path.parent
+    workspace = _name_scope(checker, path)
     if kind == "symbols":
         found = answers.outline(path)
     elif kind == "workspace_symbols":
         found = answers.named(workspace, q.query, prefix=True)
     elif kind == "definition":
-        found = answers.named(workspace, _word_at(q.at.text, q.at.line, q.at.column))
+        found = answers.named(workspace, word_at(q.at.text, q.at.line, q.at.column))
     else:
         return None
     if found is None:
@@ -359,15 +357,9 @@ def _from_store(checker: Checker, kind: str, q: Query) -> FeatureResult | None:
     return FeatureResult(kind, symbols=symbols, cached=cached)
 
 
-def _word_at(text: str, line: int, column: int) -> str:
-    """The identifier at (line, column), or ""."""
-    lines = re.split(r"\r\n|\r|\n", text)  # the LSP's line ends, not splitlines()'s \f, \v
-    if line >= len(lines):
-        return ""
-    for match in _WORD.finditer(lines[line]):
-        if match.start() <= column <= match.end():
-            return match.group()
-    return ""
+def _name_scope(checker: Checker, path: Path) -> Path:
+    """The workspace a file's stored names are indexed under, and looked up in."""
+    return checker.resolver.shown_root(path) or path.parent
 
 
 async def _ask_one(

@@ -83,6 +83,9 @@ check up)."""
 CLOSE_WAIT = 5.0
 READER_WAIT = 10.0
 """What reading the store with no server (`ipylsp diagnostics`, `cache info`) waits for it."""
+STORE_OFF = "the store is off (IPyLSP.store = False)"
+"""What every surface says when the store is off (not when it cannot be used: that is a
+problem, with its reason)."""
 EARLY_PUTS = 1000
 """Puts kept while the store opens (then written); beyond, they are dropped (a cache)."""
 
@@ -244,7 +247,7 @@ def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Rep
     if store is None:
         problem = _off(answers).get("problem")
         return Report(notes=(f"ipylsp: the store cannot be read: {problem}" if problem
-                             else "ipylsp: the store is off (IPyLSP.store = False)",))
+                             else f"ipylsp: {STORE_OFF}",))
     paths = [path] if not path.is_dir() else [Path(p) for p in store.paths(str(path))]
     files = []
     for file in paths:

@@ -5,7 +5,6 @@ completions; and lsp_symbols (a file's outline or a workspace search). Places co
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,9 +37,8 @@ def _stored(result: ToolResult, answer: FeatureResult) -> ToolResult:
         return result
     from ipylsp.analysis.report.schema import cached_json
 
-    note = f"({answer.cached.label(time.time())}; {answer.why_cached})"
     return dataclasses.replace(
-        result, text=f"{result.text}\n{note}",
+        result, text=f"{result.text}\n{answer.cached_note()}",
         data={**result.data, "source": "cache", "cached": cached_json(answer.cached)},
     )
 

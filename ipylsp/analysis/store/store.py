@@ -70,6 +70,11 @@ class StoredSymbols:
         return False
 
 
+_SYMBOL_ROWS = ("SELECT name, kind, line, column, depth, container, path, text_hash, written_at"
+                " FROM symbols")
+"""The columns `_symbols` reads, in its order."""
+
+
 def _symbols(rows: list[tuple[Any, ...]], *, with_path: bool) -> StoredSymbols | None:
     if not rows:
         return None
@@ -80,6 +85,10 @@ def _symbols(rows: list[tuple[Any, ...]], *, with_path: bool) -> StoredSymbols |
     )
     hashes = {str(row[6]): str(row[7]) for row in rows}
     return StoredSymbols(symbols, hashes, min(float(row[8]) for row in rows))
+
+
+_ANSWER_ROW = "SELECT payload, text_hash, written_at FROM answers"
+"""The columns `Store._stored` reads, in its order."""
 
 
 class Store:
@@ -113,8 +122,7 @@ class Store:
     ) -> Stored | None:
         """The server's answer for exactly this text (and `config`, when given), or None."""
         found = self._query(
-            "SELECT payload, text_hash, written_at FROM answers"
-            " WHERE path = ? AND text_hash = ? AND server = ? AND kind = ?"
+            f"{_ANSWER_ROW} WHERE path = ? AND text_hash = ? AND server = ? AND kind = ?"
             + ("" if config is None else " AND config = ?"),
             (safe(path), text_hash(text), server, DIAGNOSTICS,
              *(() if config is None else (config,))),
@@ -124,8 +132,8 @@ class Store:
     def latest(self, path: str, server: str) -> Stored | None:
         """The server's most recent answer for the file, whatever its text was."""
         found = self._query(
-            "SELECT payload, text_hash, written_at FROM answers"
-            " WHERE path = ? AND server = ? AND kind = ? ORDER BY written_at DESC LIMIT 1",
+            f"{_ANSWER_ROW} WHERE path = ? AND server = ? AND kind = ?"
+            " ORDER BY written_at DESC LIMIT 1",
             (safe(path), server, DIAGNOSTICS),
         )
         return self._stored(path, server, found)
@@ -174,8 +182,7 @@ class Store:
     def outline(self, path: str) -> StoredSymbols | None:
         """The file's last stored outline (of the server that answered last)."""
         rows = self._query_all(
-            "SELECT name, kind, line, column, depth, container, path, text_hash, written_at"
-            " FROM symbols WHERE path = ? AND server ="
+            f"{_SYMBOL_ROWS} WHERE path = ? AND server ="
             " (SELECT server FROM symbols WHERE path = ? ORDER BY written_at DESC LIMIT 1)"
             " ORDER BY seq",
             (safe(path), safe(path)),
@@ -192,8 +199,7 @@ class Store:
         else:
             sql_name, args = "name = ?", (safe(name),)
         rows = self._query_all(
-            "SELECT name, kind, line, column, depth, container, path, text_hash, written_at"
-            f" FROM symbols WHERE workspace = ? AND {sql_name}"
+            f"{_SYMBOL_ROWS} WHERE workspace = ? AND {sql_name}"
             " ORDER BY path, line, column LIMIT ?",
             (safe(workspace), *args, limit),
         )
