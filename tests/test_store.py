@@ -176,9 +176,12 @@ def test_clear(store: Store) -> None:
     assert store.info()["rows"] == 0
 
 
-def test_non_utf8_names_and_messages_are_stored_and_spoil_nothing(tmp_path: Path) -> None:
+def test_non_utf8_names_and_messages_are_stored_and_spoil_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A latin-1 file name (as os.fsdecode gives it) and a message with a lone surrogate:
-    SQLite refuses such strings; they are stored escaped, and the rest of the batch too."""
+    SQLite refuses such strings; they are stored escaped, and the rest of the batch too. A
+    lookup marks the answer used (eviction's order) without a failed write."""
     store = Store(tmp_path / "store.sqlite3")
     try:
         odd = "/w/caf\udce9.py"
@@ -190,8 +193,18 @@ def test_non_utf8_names_and_messages_are_stored_and_spoil_nothing(tmp_path: Path
         store.put_diagnostics(odd, "x", "ty", bad)
         assert store.flush()
         assert store.get_diagnostics("/w/good.py", "x", "ty") is not None
-        found = store.get_diagnostics(odd, "x", "ty")
+        with caplog.at_level(logging.WARNING, logger="ipylsp"):
+            found = store.get_diagnostics(odd, "x", "ty")
+            assert store.flush()
         assert found is not None and found.diagnostics[0].message == message
+        assert [r.getMessage() for r in caplog.records if r.name in STORE_LOGGERS] == []
+        conn = sqlite3.connect(store.path)
+        try:
+            (written, used), = conn.execute(
+                "SELECT written_at, used_at FROM answers WHERE path LIKE '%caf%'").fetchall()
+        finally:
+            conn.close()
+        assert used > written  # touched by the lookup
     finally:
         store.close()
 

@@ -258,7 +258,7 @@ class Store:
         def touch(conn: sqlite3.Connection) -> None:  # least recently *used* goes first
             conn.execute(
                 "UPDATE answers SET used_at = ? WHERE path = ? AND text_hash = ? AND server = ?",
-                (time.time(), path, hashed, server),
+                (time.time(), safe(path), hashed, server),
             )
 
         self._writer.put(touch)
