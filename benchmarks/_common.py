@@ -38,6 +38,24 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def use_private_tmp() -> Path:
+    """Point TMPDIR (this process's and its children's) at a fresh directory below none that
+    another user can write to, removed at exit: ipylsp roots no server under a shared /tmp,
+    so the benchmarks' workspaces are made there."""
+    import atexit
+
+    from ipylsp.private import scratch_dir
+
+    scratch = scratch_dir("ipylsp-bench-", REPO / ".cache")
+    os.environ["TMPDIR"] = str(scratch)
+    tempfile.tempdir = None
+    atexit.register(shutil.rmtree, scratch, True)
+    return scratch
+
+
+use_private_tmp()
+
 PROBE_PATH = Path(os.environ.get("IPYLSP_PROBE", REPO.parent / "shared" / "tools" / "lsp_probe.py"))
 FAKE_SERVER = REPO / "tests" / "fixtures" / "fake_server.py"
 RESULTS = REPO / "benchmarks" / "results"

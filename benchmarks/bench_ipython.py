@@ -40,7 +40,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -319,7 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_ipython.json")
     args = parser.parse_args(argv)
 
-    top = Path(tempfile.mkdtemp(prefix="ipylsp-bench-ipython-"))
+    from ipylsp.private import scratch_dir
+
+    # below no directory another user can write to: ipylsp roots no server under a shared /tmp
+    top = scratch_dir("ipylsp-bench-ipython-", Path(__file__).resolve().parent.parent / ".cache")
     cwd = os.getcwd()
     try:
         ws_small = git_workspace(top / "small")

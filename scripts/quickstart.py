@@ -24,7 +24,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -91,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"quickstart: {exc.name} is missing: run scripts/bootstrap", file=sys.stderr)
         return 2
 
-    top = Path(tempfile.mkdtemp(prefix="ipylsp-quickstart-"))
+    from ipylsp.private import scratch_dir
+
+    # below no directory another user can write to: ipylsp roots no server under a shared /tmp
+    top = scratch_dir("ipylsp-quickstart-", Path(__file__).resolve().parent.parent / ".cache")
     ws = make_workspace(top)
     specs = kernel_dir(top)
 

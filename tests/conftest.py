@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from ipylsp.lsp.process import Watchdog, carrying, descendants, running, wait_exited
+from ipylsp.private import scratch_dir
 
 FAKE_SERVER = Path(__file__).parent / "fixtures" / "fake_server.py"
 
@@ -34,7 +35,9 @@ MARKER_VAR = "IPYLSP_TEST_MARKER"
 MARKER = f"{os.getpid()}-{uuid.uuid4().hex}"
 os.environ[MARKER_VAR] = MARKER  # before any test starts anything: everything inherits it
 
-SESSION_TMP = Path(tempfile.mkdtemp(prefix="ipylsp-tests-"))
+# Below no directory another user can write to (never a shared /tmp): ipylsp starts no server
+# rooted where others could plant configuration, and the tests' workspaces are made here.
+SESSION_TMP = scratch_dir("ipylsp-tests-", Path(__file__).resolve().parent.parent / ".cache")
 os.environ["TMPDIR"] = str(SESSION_TMP)  # pyright-*, kernels' and pytest's temp dirs go here
 tempfile.tempdir = None  # this process's tempfile reads TMPDIR again
 # The persistent store (issue 14) of every service, kernel and server extension of the run:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ipylsp import private
 from ipylsp.analysis.cells.document import CellHistory, make_cell, unbound_loads
 from ipylsp.analysis.cells.locate import Kernel, by_cell
 from ipylsp.analysis.cells.neutralize import logical_starts, neutralize
@@ -388,7 +389,8 @@ def test_outside_a_workspace_the_cells_document_gets_a_root_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A notebook in a directory that is no workspace (the home directory, say): its cells
-    are checked, by servers rooted in an empty directory of their own, never there."""
+    are checked, by servers rooted in a directory of their own, never there, which holds
+    nothing but the seal that keeps servers from reading configuration above it."""
     home = tmp_path / "notebooks-at-home"
     home.mkdir()
     monkeypatch.chdir(home)
@@ -396,7 +398,8 @@ def test_outside_a_workspace_the_cells_document_gets_a_root_of_its_own(
     settings = Settings(language_servers={"python": ("ty", "ruff")}, data_dir=DATA_DIR)
     with Service(settings) as service:
         cells = service.cells
-        assert cells.path.parent != home and list(cells.path.parent.iterdir()) == []
+        assert cells.path.parent != home
+        assert [p.name for p in cells.path.parent.iterdir()] == [private.SEAL_NAME]
         report = cells.run("x: int = 's'", count=1)
         assert [d.code for f in report.files for d in f.diagnostics] == ["invalid-assignment"]
         assert {row.root for row in service.status()} == {cells.path.parent}

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ipylsp"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # (layer, module prefixes), bottom first; the longest matching prefix decides.
-    ("base", ("ipylsp._version", "ipylsp.spec", "ipylsp.settings")),
+    ("base", ("ipylsp._version", "ipylsp.spec", "ipylsp.settings", "ipylsp.private")),
     ("analysis", ("ipylsp.analysis",)),
     ("lsp", ("ipylsp.lsp",)),
     ("service", ("ipylsp.service",)),

@@ -29,6 +29,7 @@ _FAILURES: dict[FeatureFailure, ErrorCode] = {
     "timed_out": "timeout",
     "crashed": "server_exited",
     "failed": "lsp_error",
+    "refused": "server_unavailable",
 }
 
 _NEXT_STEP: dict[ErrorCode, str] = {

@@ -105,6 +105,8 @@ class UnknownReason(enum.Enum):
     BROKEN = "broken"
     CRASHED = "crashed"
     FAILED = "failed"
+    REFUSED = "refused"
+    """Not started: its root, configuration or interpreter is where another user can write."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,9 @@ from ipylsp.server import state
 from ipylsp.server.handlers import routes
 from ipylsp.server.mcp_http import McpBridge, McpHandler
 
+ROOT_OPTION = "ipylspRoot"
+"""The page config option holding the server's root directory, absolute."""
+
 
 class IPyLSPServer(ExtensionApp):
     name = "ipylsp"
@@ -26,6 +29,10 @@ class IPyLSPServer(ExtensionApp):
         assert server is not None  # jupyter_server sets it before initializing settings
         settings = IPyLSP(config=server.config).to_settings()
         root = Path(server.root_dir).expanduser().resolve()
+        # JupyterLab's page config writes the root with the home directory as "~" (so does
+        # a JupyterHub user's root, their home): the lab extension resolves the reports'
+        # absolute paths against this absolute one instead.
+        server.web_app.settings.setdefault("page_config_data", {})[ROOT_OPTION] = str(root)
         current = state.start(root, settings)
         self.settings["ipylsp_state"] = current
         self.settings["ipylsp_mcp"] = self._mcp = McpBridge(current.toolbox)

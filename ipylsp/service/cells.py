@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
+import shutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,8 +36,10 @@ from ipylsp.analysis.cells.document import (
     unbound_loads,
 )
 from ipylsp.analysis.cells.locate import UNUSED_IMPORT, Kernel, by_cell
-from ipylsp.analysis.model import FileReport, Report, Unknown
+from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
 from ipylsp.lsp import roots
+from ipylsp.lsp.procfs import running
+from ipylsp.private import NotPrivate, fresh_dir, seal
 from ipylsp.service.batch import FileCheck
 from ipylsp.settings import WORKSPACE_MARKERS
 
@@ -75,9 +77,17 @@ class CellSession:
         path: Path | None = None,
         cap: int = 200,
         markers: Iterable[str] = WORKSPACE_MARKERS,
+        private_parent: Path | None = None,
     ) -> None:
+        """`path`: where the document says it lives (else `default_path`, decided at the
+        first check); `private_parent`: where a directory of its own is made outside a
+        workspace (ipylsp's data dir)."""
         self._service = service
-        self.path = path or default_path(markers)
+        self._path = path
+        self._markers = tuple(markers)
+        self._private_parent = private_parent
+        self._made: Path | None = None
+        """The directory of its own this session made (removed with it)."""
         self.history = CellHistory(cap=cap)
         self._last: CellDocument | None = None
         """The document as last run: the next check's before text (its baseline known) and
@@ -132,11 +142,21 @@ class CellSession:
             after = self.history.with_cell(cell)
             return self._check(after, cell, timeout, None, ran=False, brief=False)
 
+    @property
+    def path(self) -> Path:
+        """Where the document says it lives (`default_path`); raises `NotPrivate` when no
+        directory of its own can be made."""
+        if self._path is None:
+            self._path = default_path(self._markers, self._private_parent)
+            if self._path.parent.parent == _cells_parent(self._private_parent):
+                self._made = self._path.parent
+        return self._path
+
     def close(self) -> None:
         """The directory of its own made outside a workspace (`default_path`) is removed."""
-        if self.path.parent.name == f"ipylsp-cells-{os.getpid()}":
-            with contextlib.suppress(OSError):
-                self.path.parent.rmdir()
+        if self._made is not None:
+            shutil.rmtree(self._made, ignore_errors=True)
+            self._made = None
 
     def clear(self) -> None:
         with self._lock:
@@ -162,8 +182,15 @@ class CellSession:
             prelude = view.stubs(wanted) if wanted else ""
         document = after.document(prelude)
         before = self._last if self._last is not None else self.history.document(prelude)
+        try:
+            path = self.path
+        except NotPrivate as exc:
+            return Report(unknown=(Unknown(
+                "cells", UnknownReason.REFUSED, str(exc),
+                "set IPyLSP.data_dir to a directory only you can write to",
+            ),))
         checked = self._service.check_files(
-            [FileCheck(self.path, before=before.text, content=document.text, virtual=True,
+            [FileCheck(path, before=before.text, content=document.text, virtual=True,
                        proposed=not ran)],
             timeout=timeout, progress=progress, brief=brief,
         )
@@ -181,17 +208,41 @@ def _key(cell_id: str | None, source: str) -> str:
     return f"src:{digest}"
 
 
-def default_path(markers: Iterable[str] = WORKSPACE_MARKERS) -> Path:
+def _cells_parent(private_parent: Path | None) -> Path:
+    if private_parent is None:
+        from ipylsp.lsp.locate import data_dir
+
+        private_parent = data_dir()
+    return private_parent / "cells"
+
+
+def default_path(
+    markers: Iterable[str] = WORKSPACE_MARKERS, private_parent: Path | None = None
+) -> Path:
     """Where the virtual document says it lives: the kernel's working directory when that is
     in a workspace, so the project's imports resolve the way the kernel's do (nothing is ever
-    written there). Elsewhere (a notebook in the home directory), an empty directory of its
-    own: servers rooted there index nothing, where rooted at `~` they would index it all."""
+    written there). Elsewhere (a notebook in the home directory), a fresh directory of its own
+    in `<private_parent>/cells` (0700, an unpredictable name), sealed so that servers rooted
+    there read no configuration from its parents: rooted at `~` they would index it all, and
+    a shared temp dir would let another user plant their configuration. Raises `NotPrivate`
+    when that directory cannot be ours."""
     cwd = Path(os.getcwd())
     if roots.workspace_gate(cwd, markers) is not None:
         return cwd / f".ipylsp-cells-{os.getpid()}.py"
-    own = Path(tempfile.gettempdir()) / f"ipylsp-cells-{os.getpid()}"
-    own.mkdir(exist_ok=True)
+    parent = _cells_parent(private_parent)
+    _sweep(parent)
+    own = fresh_dir(parent, prefix=f"{os.getpid()}-")
+    seal(own)
     return own / "cells.py"
+
+
+def _sweep(parent: Path) -> None:
+    """Directories of sessions whose kernel is gone (a SIGKILL leaves them) are removed."""
+    with contextlib.suppress(OSError):
+        for entry in parent.iterdir():
+            pid, _, _ = entry.name.partition("-")
+            if pid.isdigit() and not running(int(pid)):
+                shutil.rmtree(entry, ignore_errors=True)
 
 
 def _in_cells(

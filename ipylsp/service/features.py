@@ -55,6 +55,7 @@ FeatureFailure = Literal[
     "timed_out",
     "crashed",
     "failed",  # the server answered with an error or an answer that does not fit the protocol
+    "refused",  # not started: another user can write where it would read its configuration
 ]
 """Why a `FeatureResult` has no answer, for surfaces that map it (agent error codes)."""
 
@@ -229,6 +230,7 @@ _REASONS: dict[UnknownReason, FeatureFailure] = {
     UnknownReason.TIMED_OUT: "timed_out",
     UnknownReason.CRASHED: "crashed",
     UnknownReason.FAILED: "failed",
+    UnknownReason.REFUSED: "refused",
 }
 
 

@@ -11,9 +11,11 @@ once per batch (the lookups stat directories; 1,000 files in a few directories n
 from __future__ import annotations
 
 import concurrent.futures
+import os
 from dataclasses import replace
 from pathlib import Path
 
+from ipylsp import private
 from ipylsp.analysis.model import Unknown, UnknownReason
 from ipylsp.lsp import installers, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
@@ -62,6 +64,9 @@ class Resolver:
                 registry.install_hint(spec),
             )
         root = roots.find_root(path, spec.root_markers, git_worktree=gate)
+        refused = _refusal(spec, root, gate)
+        if refused is not None:
+            return self.unknown(spec, root, UnknownReason.REFUSED, refused, REFUSED_HINT)
         found = self.pool.find(spec.id, root)
         if found is not None and (
             found.command == resolution.command  # the same server as configured now
@@ -111,6 +116,29 @@ class Resolver:
     def close(self) -> None:
         """Drop queued automatic installs (one already running finishes in its thread)."""
         self._auto.close()
+
+
+REFUSED_HINT = "move the project below a directory only you can write to"
+
+
+def _refusal(spec: ServerSpec, root: Path, gate: Path | None) -> str | None:
+    """Why no server may start at `root`, or None: another user can write to the root or a
+    directory above it (servers read configuration there), or to the project's Python
+    environment (pyright runs its interpreter). A directory ipylsp sealed is safe whatever
+    is above it."""
+    if not private.is_sealed(root):
+        exposed = private.other_writer(root)
+        if exposed is not None:
+            return (f"another user can write to {exposed}, where {spec.id} would read "
+                    f"configuration they put there")
+    env = pyenv.project_env(root, ceiling=gate) if "python" in spec.languages else None
+    if env is not None:
+        exposed = private.other_writer(env.prefix) or private.other_writer(
+            os.path.realpath(env.interpreter)
+        )
+        if exposed is not None:
+            return f"another user can write to {exposed}, which holds the project's Python"
+    return None
 
 
 class BatchLookups:

@@ -179,8 +179,11 @@ class Service(ServerControl):
         """The notebook's executed cells, checked as one in-memory document (`cells.py`)."""
         with self._lock:
             if self._cells is None:
+                from ipylsp.lsp.locate import data_dir
+
                 self._cells = CellSession(self, cap=self._settings.cell_history,
-                                          markers=self._settings.workspace_markers)
+                                          markers=self._settings.workspace_markers,
+                                          private_parent=data_dir(self._settings))
             return self._cells
 
     def subscribe(self, callback: Subscriber) -> None:

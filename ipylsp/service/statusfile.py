@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ipylsp.private import owned_dir
 from ipylsp.service.pool import SlotStatus
 
 _last_written: dict[Path, str] = {}
@@ -48,8 +49,8 @@ def write_status(
     )
     if _last_written.get(path) == body:
         return
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # NotPrivate too: no status then, checks go on
+        owned_dir(path.parent)
         temporary = path.with_suffix(".tmp")
         temporary.write_text(body)
         os.replace(temporary, path)

@@ -38,7 +38,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     notebooks: INotebookTracker | null,
     restorer: ILayoutRestorer | null
   ): void => {
-    const serverRoot = PageConfig.getOption('serverRoot');
+    // JupyterLab's `serverRoot` writes the home directory as "~"; the server extension gives
+    // the root absolute, as the reports' paths are.
+    const serverRoot =
+      PageConfig.getOption('ipylspRoot') || PageConfig.getOption('serverRoot');
     const options: IRenderOptions = {
       resolve: file => serverRelative(file.absolute_path, serverRoot),
       open: (path, { diagnostic }) => {

@@ -136,7 +136,7 @@ def unknown_line(unknown: Unknown, *, brief: bool = False) -> str:
     if brief:
         return f"UNKNOWN [{server}] {reason}: results incomplete"
     detail = one_line(unknown.detail, 300)
-    if detail and unknown.reason is UnknownReason.NOT_INSTALLED:
+    if detail and unknown.reason in (UnknownReason.NOT_INSTALLED, UnknownReason.REFUSED):
         detail = f"({detail})"  # "not installed (tsc not found)": a cause, not a continuation
     line = f"UNKNOWN [{server}] {reason}{' ' + detail if detail else ''}"
     line += ": results for this file are incomplete"

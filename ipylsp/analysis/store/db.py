@@ -12,10 +12,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from ipylsp.private import owned_dir
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +135,8 @@ def _raise_unless_corrupt(path: Path, exc: sqlite3.DatabaseError) -> None:
 @contextlib.contextmanager
 def _path_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(f"{path}.lock", "a")  # noqa: SIM115 (closed below, after the flock)
+        owned_dir(path.parent, narrow=False)
+        handle = os.fdopen(_private_file(f"{path}.lock"), "a")
     except OSError as exc:
         raise StoreUnavailable(f"{path}: cannot lock it: {exc}") from None
     with handle:
@@ -167,8 +170,18 @@ def _locked(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _private_file(path: str | Path) -> int:
+    """A file of ours opened (made 0600 when missing; SQLite gives its WAL and shm the
+    file's mode), never a link planted in its place."""
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+
+
 def _open(path: Path, check: bool) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        owned_dir(path.parent, narrow=False)
+        os.close(_private_file(path))
+    except OSError as exc:  # a directory in its place, a parent not ours (NotPrivate), ...
+        raise StoreUnavailable(f"{path}: {exc}") from None
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                            check_same_thread=False)
     try:

@@ -1,0 +1,274 @@
+"""Private by construction (ARCHITECTURE.md): what ipylsp keeps outside a workspace is in
+directories of this user's (0700, checked before use, never adopted by a predictable name from
+a shared place), and no server starts where another user could plant its configuration.
+
+The attack is made as it would be: another uid (`nobody`) plants, in a world-writable sticky
+directory standing for /tmp, every path a clean run created there and the configuration files
+that ruff, ty and pyright read from parent directories; the kernel runs the same cell again.
+Acting as another user needs root (CI runs as root): without it these tests fail, not skip.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipylsp import private
+from ipylsp.analysis.model import UnknownReason
+from ipylsp.service.cells import CellSession
+from tests.test_cells_kernel import ours
+from tests.test_ipython_kernel import TY_RUFF, Cell, Kernel, block, kernel_dir_for
+
+pytestmark = pytest.mark.timeout(240)
+
+NOBODY = pwd.getpwnam("nobody").pw_uid
+
+PLANTED = {
+    "ruff.toml": '[lint]\nignore = ["F821"]\n',
+    ".ruff.toml": '[lint]\nignore = ["F821"]\n',
+    "ty.toml": '[rules]\nunresolved-reference = "ignore"\n',
+    "pyproject.toml": '[tool.ruff.lint]\nignore = ["F821"]\n'
+    '[tool.ty.rules]\nunresolved-reference = "ignore"\n',
+    "pyrightconfig.json": '{"reportUndefinedVariable": "none"}\n',
+}
+"""Configuration another user plants: undefined names would go unreported."""
+
+UNDEFINED = "def f():\n    return undefined_name\n"
+UNDEFINED_LINE = ("ERROR [2:12] Name `undefined_name` used when not defined "
+                  "[unresolved-reference, F821] (ty, Ruff)")
+
+
+def as_nobody(code: str) -> None:
+    """Run Python `code` as the user `nobody` (needs root)."""
+    assert os.geteuid() == 0, "acting as another user needs root (CI runs as root)"
+    python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    assert python, "no python3 on the system PATH for the other user"
+    subprocess.run([python, "-c", code], user=NOBODY, group=NOBODY, check=True,
+                   env={"PATH": "/usr/bin:/bin"}, cwd="/")
+
+
+def plant(directory: Path, names: list[str]) -> None:
+    """As `nobody`: every name in `names` made a directory of theirs (0777) holding the
+    configuration, and the configuration files themselves in `directory`."""
+    as_nobody(
+        "import os, sys\n"
+        f"top = {str(directory)!r}\n"
+        f"files = {PLANTED!r}\n"
+        f"for name in {names!r}:\n"
+        "    path = os.path.join(top, name)\n"
+        "    os.makedirs(path, exist_ok=True); os.chmod(path, 0o777)\n"
+        "    for f, text in files.items():\n"
+        "        open(os.path.join(path, f), 'w').write(text)\n"
+        "for f, text in files.items():\n"
+        "    open(os.path.join(top, f), 'w').write(text)\n"
+        "venv = os.path.join(top, '.venv')\n"
+        "os.makedirs(os.path.join(venv, 'bin'), exist_ok=True)\n"
+        "open(os.path.join(venv, 'pyvenv.cfg'), 'w').write('home = /usr/bin\\n')\n"
+        "os.symlink('/usr/bin/python3', os.path.join(venv, 'bin', 'python'))\n"
+    )
+
+
+def result(cell: Cell) -> str:
+    """The text/plain of the cell's value (what a `%lsp` line returns)."""
+    (text,) = [o["data"]["text/plain"] for o in cell.outputs
+               if o["output_type"] == "execute_result"]
+    assert isinstance(text, str)
+    return text
+
+
+def tree(top: Path) -> set[Path]:
+    """Every path below `top`."""
+    return {Path(d) / n for d, dirs, files in os.walk(top) for n in (*dirs, *files)}
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A world-writable sticky directory in /tmp, as /tmp is (another user reaches it)."""
+    assert os.geteuid() == 0, "acting as another user needs root (CI runs as root)"
+    directory = Path(tempfile.mkdtemp(prefix="ipylsp-shared-", dir="/tmp"))
+    os.chmod(directory, 0o1777)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def home(shared: Path) -> Path:
+    """The user's home, in the shared directory (as a fresh `mktemp -d` home is in /tmp)."""
+    directory = shared / "home"
+    directory.mkdir(mode=0o700)
+    return directory
+
+
+def kernel_env(kernel: Kernel, home: Path, shared: Path) -> None:
+    env = {k: v for k, v in kernel.env.items()
+           if not k.startswith("XDG_") and k != "IPYLSP_STORE"}
+    kernel.env = {**env, "HOME": str(home), "TMPDIR": str(shared)}
+
+
+# -- the attack, in a real kernel ------------------------------------------------------------------
+
+
+@pytest.fixture
+def attacked_kernel(tmp_path: Path, shared: Path, home: Path) -> Iterator[Kernel]:
+    kernel = Kernel(kernel_dir_for(tmp_path), home, ipython_dir=home / ".ipython")
+    kernel_env(kernel, home, shared)
+    with kernel:
+        yield kernel
+
+
+def test_paths_planted_by_another_user_are_never_adopted(
+    attacked_kernel: Kernel, shared: Path, home: Path
+) -> None:
+    k = attacked_kernel
+    before = tree(shared)
+    assert k.run("%load_ext ipylsp").outputs == []
+    assert k.run(TY_RUFF).outputs == []
+    clean = k.run(UNDEFINED)
+    assert ours(clean) == [_cell_block(clean, UNDEFINED_LINE)]
+    created = tree(shared) - before
+    status = result(k.run("%lsp status"))
+    # everything the clean run keeps is in directories of ours, 0700, below the home
+    mine = [p for p in created if p.is_dir() and p.name.startswith(f"{k.pid}-")]
+    assert len(mine) == 1, created
+    assert stat.S_IMODE(os.stat(mine[0]).st_mode) == 0o700
+    assert str(mine[0]) in status
+    assert k.run("%unload_ext ipylsp").outputs == []  # the service closes, its servers stop
+
+    # another user plants every path the clean run made in the shared directory, and the
+    # configuration servers read from parent directories, before the next service starts
+    in_shared = sorted({p.relative_to(shared).parts[0] for p in created} - {"home"})
+    plant(shared, in_shared)
+    assert k.run("%load_ext ipylsp").outputs == []
+    assert k.run(TY_RUFF).outputs == []
+    again = k.run(UNDEFINED)
+    assert ours(again) == [_cell_block(again, UNDEFINED_LINE)]
+    status = result(k.run("%lsp status"))
+    roots = [line.split()[2] for line in status.splitlines() if " running " in line]
+    assert len(roots) == 2, status
+    for root in roots:
+        assert Path(root).parent == home / ".local/share/ipylsp/cells", status
+        assert os.stat(root).st_uid == os.geteuid()
+
+
+def _cell_block(cell: Cell, *lines: str) -> str:
+    return "\n".join(
+        [f'<diagnostics file="cell [{cell.count}]">', *lines, "</diagnostics>"]
+    )
+
+
+def test_a_workspace_below_a_shared_directory_starts_no_server_and_says_why(
+    tmp_path: Path, shared: Path, home: Path
+) -> None:
+    project = shared / "project"
+    project.mkdir(mode=0o700)
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
+    plant(shared, [])
+    kernel = Kernel(kernel_dir_for(tmp_path), project, ipython_dir=home / ".ipython")
+    kernel_env(kernel, home, shared)
+    with kernel as k:
+        assert k.run("%load_ext ipylsp").outputs == []
+        configured = k.run(TY_RUFF)  # the first cell checked: told in full, with the fix
+        first = k.run("%%writefile app.py\n" + UNDEFINED)  # after that: without the fix
+        why = (f"(another user can write to {shared}, where {{}} would read configuration "
+               f"they put there): results for this file are incomplete")
+        fix = "; move the project below a directory only you can write to"
+        lines = [f"UNKNOWN [{server}] refused {why.format(server)}" for server in ("ty", "ruff")]
+        assert ours(configured) == [_cell_block(configured, *(line + fix for line in lines))]
+        assert ours(first) == [
+            block("app.py", *lines) + "\n" + _cell_block(first, *lines)
+        ]
+        assert result(k.run("%lsp status")).startswith("no server running")
+
+
+# -- the rules, on the file system -------------------------------------------------------------
+
+
+def test_owned_dir_makes_private_directories_and_refuses_what_is_not_ours(
+    tmp_path: Path, shared: Path
+) -> None:
+    made = private.owned_dir(tmp_path / "a" / "b")
+    assert [stat.S_IMODE(os.stat(p).st_mode) for p in (made.parent, made)] == [0o700, 0o700]
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    os.chmod(loose, 0o755)
+    private.owned_dir(loose)
+    assert stat.S_IMODE(os.stat(loose).st_mode) == 0o700  # ours: narrowed
+    chosen = tmp_path / "chosen"
+    chosen.mkdir()
+    os.chmod(chosen, 0o755)
+    private.owned_dir(chosen, narrow=False)
+    assert stat.S_IMODE(os.stat(chosen).st_mode) == 0o755  # the user's choice: left alone
+
+    as_nobody(f"import os; os.mkdir({str(shared / 'theirs')!r}, 0o700)")
+    with pytest.raises(private.NotPrivate, match="belongs to another user"):
+        private.owned_dir(shared / "theirs")
+    (shared / "link").symlink_to(tmp_path / "a")
+    with pytest.raises(private.NotPrivate, match="symbolic link"):
+        private.owned_dir(shared / "link")
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)  # not sticky: anyone could rename what we put there
+    with pytest.raises(private.NotPrivate, match=f"another user can write to {open_dir}"):
+        private.owned_dir(open_dir / "mine")
+    # in a sticky directory (as /tmp), a directory of ours stays ours
+    assert private.owned_dir(shared / "ours") == shared / "ours"
+
+
+def test_other_writer_names_the_directory_another_user_can_write(
+    tmp_path: Path, shared: Path
+) -> None:
+    inner = shared / "home" / "project"
+    inner.mkdir(parents=True)
+    assert private.other_writer(inner) == shared  # sticky or not: others create files there
+    assert private.other_writer(tmp_path) is None
+    as_nobody(f"import os; os.mkdir({str(shared / 'theirs')!r}, 0o755)")
+    assert private.other_writer(shared / "theirs") == shared / "theirs"
+
+
+def test_a_sealed_directory_is_safe_whatever_is_above_it(shared: Path, home: Path) -> None:
+    cells = private.fresh_dir(home / "cells", prefix="1-")
+    assert not private.is_sealed(cells)
+    private.seal(cells)
+    assert private.is_sealed(cells)
+    (cells / private.SEAL_NAME).write_text("[tool.ruff]\n")  # not the seal as written
+    assert not private.is_sealed(cells)
+
+
+def test_scratch_dir_is_never_below_a_shared_directory(
+    tmp_path: Path, shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(shared))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared / "cache"))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    made = private.scratch_dir("x-", tmp_path / "fallback")
+    assert made.parent == tmp_path / "fallback"
+    assert private.other_writer(made) is None
+    with pytest.raises(private.NotPrivate, match="set TMPDIR"):
+        private.scratch_dir("x-", shared / "also-shared")
+
+
+def test_cells_outside_a_workspace_refused_a_data_dir_another_user_owns(
+    tmp_path: Path, shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    as_nobody(f"import os; os.makedirs({str(shared / 'data' / 'cells')!r}, 0o777)")
+    monkeypatch.chdir(tmp_path)  # no workspace: the document needs a directory of its own
+
+    class NoChecks:
+        def check_files(self, *args: object, **kwargs: object) -> object:
+            raise AssertionError("nothing may be checked")
+
+    session = CellSession(NoChecks(), private_parent=shared / "data")  # type: ignore[arg-type]
+    report = session.run("x = 1\n", count=1)
+    (unknown,) = report.unknown
+    assert unknown.reason is UnknownReason.REFUSED
+    assert "belongs to another user" in unknown.detail
