@@ -126,9 +126,9 @@ class Isolation:
     """
 
     def __init__(self) -> None:
-        from ipylsp.lsp import locate
+        from ipylsp.servers import executables
 
-        self.data_dir = locate.data_dir()
+        self.data_dir = executables.data_dir()
         self.base = Path(tempfile.mkdtemp(prefix="ipylsp-bench-"))
         self.marker = uuid.uuid4().hex
         self._saved: dict[str, str | None] = {}

@@ -50,10 +50,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from ipylsp.lsp import locate, pyenv, registry, roots
-from ipylsp.service import runs as service_runs
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables, python_env, registry, roots
+from ipylsp.service.check import server_run as service_runs
 from ipylsp.service.service import FileCheck, Service
-from ipylsp.settings import Settings
 
 TEXT = 'import os\nx: int = "s"\n'
 """One type error (ty, pyright) and one lint error (ruff: F401) per file."""
@@ -213,12 +213,12 @@ def bench_server(
 ) -> dict[str, Any]:
     spec = registry.get(server)
     assert spec is not None
-    resolution = locate.resolve(spec, iso.data_dir)
+    resolution = executables.resolve(spec, iso.data_dir)
     if resolution.command is None:
         return {"missing": resolution.reason}
     ws = iso.workspace({"warm.py": TEXT, "pyproject.toml": PYPROJECT}, f"batch-{server}")
     root = roots.find_root(ws / "warm.py", spec.root_markers, git_worktree=ws)
-    final = pyenv.for_server(spec, root, ceiling=ws)
+    final = python_env.for_server(spec, root, ceiling=ws)
     args = c.probe_args(
         root=root, file="warm.py", lang="python", expect=".", cmd=resolution.command,
         settings=final.settings, init_options=final.initialization_options, timeout=120,
@@ -322,7 +322,7 @@ RSS_CHILD = """
 import sys, time
 from pathlib import Path
 from ipylsp.service.service import Service, FileCheck
-from ipylsp.settings import Settings
+from ipylsp.model.settings import Settings
 def kb(field):
     for line in open("/proc/self/status"):
         if line.startswith(field):

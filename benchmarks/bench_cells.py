@@ -295,8 +295,8 @@ def first_cells(base: Path, ws: Path, data_dir: Path, servers: Sequence[str],
 
 def server_start(iso: c.Isolation, servers: Sequence[str], runs: int) -> dict[str, Any]:
     """A fresh Service's first check of a one-line file: what waiting for a start costs."""
+    from ipylsp.model.settings import Settings
     from ipylsp.service.service import FileCheck
-    from ipylsp.settings import Settings
 
     samples: list[float] = []
     for i in range(runs):
@@ -358,8 +358,8 @@ def shell_namespace(history: list[str], cwd: Path) -> dict[str, Any]:
 def session_cells(iso: c.Isolation, servers: Sequence[str], history: list[str],
                   namespace: dict[str, Any], n: int) -> dict[str, Any]:
     from ipylsp.ipython.namespace import kernel_view
+    from ipylsp.model.settings import Settings
     from ipylsp.service.cells import CellSession, KernelView, unbound_loads
-    from ipylsp.settings import Settings
 
     ws = iso.workspace({}, f"session-{servers[0]}")
     settings = Settings(language_servers={"python": tuple(servers)}, data_dir=iso.data_dir)

@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from ipylsp.analysis.model import Report, Severity
-from ipylsp.lsp import languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import LanguageClient
-from ipylsp.service.loop import BackgroundLoop
-from ipylsp.settings import Settings
+from ipylsp.model.diagnostics import Report, Severity
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables, languages, python_env, registry, roots
+from ipylsp.service.runtime.loop import BackgroundLoop
 
 HEAD = '''"""A module with a few functions."""
 
@@ -66,13 +66,13 @@ def error_count(report: Report, attr: str) -> int:
 def bench(iso: c.Isolation, server: str, n: int, warmup: int) -> dict[str, Any]:
     spec = registry.get(server)
     assert spec is not None
-    resolution = locate.resolve(spec, iso.data_dir)
+    resolution = executables.resolve(spec, iso.data_dir)
     if resolution.command is None:
         return {"missing": resolution.reason}
     ws = iso.workspace({"mod.py": ONE}, f"check-{server}")
     path = ws / "mod.py"
     root = roots.find_root(path, spec.root_markers, git_worktree=ws)
-    final = pyenv.for_server(spec, root, ceiling=ws)
+    final = python_env.for_server(spec, root, ceiling=ws)
     language_id = languages.language_id(path) or "python"
     settings = Settings(language_servers={"python": (server,)}, data_dir=iso.data_dir)
 

@@ -67,10 +67,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from ipylsp.analysis.model import Report, Severity
-from ipylsp.lsp import locate, pyenv, registry
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerSpec
+from ipylsp.model.diagnostics import Report, Severity
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables, python_env, registry
 
 BROKEN = '''"""A module."""
 
@@ -132,7 +132,7 @@ def _probe_args(iso: c.Isolation, spec: ServerSpec, command: tuple[str, ...]) ->
     ws = iso.workspace({"mod.py": BROKEN}, "probe")
     fixed = ws.parent / "fixed.py"
     fixed.write_text(FIXED)
-    final = pyenv.for_server(spec, ws, ceiling=ws)  # the settings ipylsp would send
+    final = python_env.for_server(spec, ws, ceiling=ws)  # the settings ipylsp would send
     return c.probe_args(
         root=ws,
         file="mod.py",
@@ -238,7 +238,7 @@ def bench_warm(
 ) -> dict[str, Any]:
     spec = registry.get(server)
     assert spec is not None
-    resolution = locate.resolve(spec, iso.data_dir)
+    resolution = executables.resolve(spec, iso.data_dir)
     if resolution.command is None:
         return {"missing": resolution.reason}
     command = resolution.command
@@ -482,7 +482,7 @@ CHILD = r"""
 import json, os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
+from ipylsp.model.settings import Settings
 from ipylsp.lsp.process import descendants, Watchdog
 
 def start_time(pid):

@@ -29,8 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ipylsp.analysis.delta import compute_delta
-from ipylsp.analysis.model import Diagnostic, Range, Severity
-from ipylsp.analysis.positions import split_lines
+from ipylsp.model.diagnostics import Diagnostic, Range, Severity
+from ipylsp.model.positions import split_lines
 
 LINES = 10_000
 DIAGNOSTICS = 500

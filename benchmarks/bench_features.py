@@ -24,7 +24,7 @@ CHILD = r"""
 import json, sys, time
 from pathlib import Path
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
+from ipylsp.model.settings import Settings
 root = Path(sys.argv[1]); data_dir = Path(sys.argv[2])
 main = root / "main.py"
 with Service(Settings(language_servers={"python": ("ty",)}, data_dir=data_dir)) as service:

@@ -40,9 +40,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from ipylsp.agent import Toolbox
-from ipylsp.lsp import locate, registry
-from ipylsp.service.reports import error_count
-from ipylsp.settings import Settings
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables, registry
+from ipylsp.service.check.file_reports import error_count
 
 BROKEN = "def total(xs: list[int]) -> int:\n    return sum(xs)\n\nprint(totl)\n"
 FIXED = "def total(xs: list[int]) -> int:\n    return sum(xs)\n\nprint(total([1]))\n"
@@ -167,7 +167,7 @@ def cold_probe(iso: c.Isolation, command: tuple[str, ...]) -> dict[str, Any]:
 def cold(n: int, iso: c.Isolation) -> dict[str, Any]:
     spec = registry.get("ty")
     assert spec is not None
-    command = locate.resolve(spec, iso.data_dir).command
+    command = executables.resolve(spec, iso.data_dir).command
     assert command is not None, "ty is not installed"
     rows: dict[str, list[dict[str, Any]]] = {"mcp": [], "mcp_idle": [], "probe": []}
     for i in range(n):

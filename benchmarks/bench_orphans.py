@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from ipylsp.lsp import registry
 from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.procfs import carrying, descendants, running
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.settings import Settings
+from ipylsp.servers import registry
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerSpec
 
 
 def _scan_ms(function: Any, *args: Any, n: int = 30) -> float | None:
@@ -107,11 +107,11 @@ async def _ipylsp_stop(root: Path, command: list[str]) -> float:
 
 
 def stop_ruff(iso: c.Isolation, n: int) -> dict[str, Any]:
-    from ipylsp.lsp import locate
+    from ipylsp.servers import executables
 
     spec = registry.get("ruff")
     assert spec is not None
-    command = locate.resolve(spec, iso.data_dir).command
+    command = executables.resolve(spec, iso.data_dir).command
     if command is None:
         return {"skipped": "ruff not installed"}
     root = iso.workspace({"a.py": "print(x)\n"}, "ruff")

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ipylsp.analysis.model import Diagnostic, FileReport, Range, Report, Severity
 from ipylsp.analysis.report import MIME_TYPE, FormatOptions, mime_bundle
+from ipylsp.model.diagnostics import Diagnostic, FileReport, Range, Report, Severity
 
 ROOT = Path("/bench")
 MESSAGE = 'Type "Literal[\'s\']" is not assignable to declared type "int"\n  "Literal[\'s\']" ' \

@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c
 
 from ipylsp.agent import Toolbox
-from ipylsp.service.reports import error_count
-from ipylsp.settings import Settings
+from ipylsp.model.settings import Settings
+from ipylsp.service.check.file_reports import error_count
 
 BROKEN = "def total(xs: list[int]) -> int:\n    return sum(xs)\n\nprint(totl)\n"
 FIXED = "def total(xs: list[int]) -> int:\n    return sum(xs)\n\nprint(total([1]))\n"

@@ -4,10 +4,10 @@ Run: ``.venv/bin/python benchmarks/bench_servers.py [--n 3] [--only ty,gopls,...
 JSON object (also written to ``benchmarks/results/bench_servers.json``).
 
 For each row of the registry the executable is resolved the way ipylsp does it
-(`ipylsp.lsp.locate.resolve`); missing servers are listed under ``missing`` with the reason, and
-installed servers without a planted-error case here under ``no_case``. Each installed server gets
-a tiny temporary git workspace with one planted error and its fix, and N runs of each client,
-interleaved (alternating which goes first):
+(`ipylsp.servers.executables.resolve`); missing servers are listed under ``missing`` with the
+reason, and installed servers without a planted-error case here under ``no_case``. Each
+installed server gets a tiny temporary git workspace with one planted error and its fix, and
+N runs of each client, interleaved (alternating which goes first):
 
 - ``init_ms``: spawn -> initialize answered. ipylsp: ``LanguageClient.start`` (spawn, initialize,
   ``initialized``, ``didChangeConfiguration``); probe: its ``init_ms``.
@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from ipylsp.lsp import languages, locate, pyenv, registry, roots
 from ipylsp.lsp.client import ClientError, LanguageClient
-from ipylsp.spec import ServerSpec
+from ipylsp.model.server_spec import ServerSpec
+from ipylsp.servers import executables, languages, python_env, registry, roots
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ def prepared(spec: ServerSpec, case: Case, iso: c.Isolation) -> tuple[Path, Path
     ws = iso.workspace({case.file: case.broken, **case.extra}, spec.id.replace("/", "-"))
     path = ws / case.file
     root = roots.find_root(path, spec.root_markers, git_worktree=ws)
-    final = pyenv.for_server(spec, root, ceiling=ws)
+    final = python_env.for_server(spec, root, ceiling=ws)
     fixed = ws.parent / ("fixed-" + Path(case.file).name)
     fixed.write_text(case.fixed)
     return root, path, fixed, final
@@ -327,7 +327,7 @@ def main() -> int:
         for spec in registry.all_specs():
             if only and spec.id not in only:
                 continue
-            resolution = locate.resolve(spec, iso.data_dir)
+            resolution = executables.resolve(spec, iso.data_dir)
             if resolution.command is None:
                 missing[spec.id] = resolution.reason
                 continue

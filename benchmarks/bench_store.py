@@ -7,7 +7,7 @@ check after a restart, and its size.
 
 - ``check``: two services on one workspace, each with its own warm ty, one with the store and
   one without (`Settings.store`), checking the same edits alternately (the order swaps every
-  round): ``check(path)`` after a write, the baseline known (rolled forward), the answer stored.
+  round): ``check(path)`` after a write, the baseline known (rolled forward), the answer cache.
   ``added_ms`` is the difference of the medians; ``store_calls_per_check_us`` is the store's own
   time inside each check, timed around its two calls (a put per server, the lookup when no
   baseline is known), which no noise of two ty processes hides.
@@ -38,12 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
-from ipylsp.analysis.store import Store
 from ipylsp.lsp import jsonrpc
-from ipylsp.service import stored
+from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
+from ipylsp.model.settings import Settings
+from ipylsp.service import cache
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
+from ipylsp.store import Store
 
 HEAD = "def double(value: int) -> int:\n    return value * 2\n\n\n"
 EDITS = (HEAD + 'x: int = "s"\n', HEAD + 'x: int = "s"\ny: str = double(2)\n')
@@ -73,7 +73,7 @@ class StoreClock:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        saved = {name: getattr(stored.Answers, name) for name in ("put", "baseline")}
+        saved = {name: getattr(cache.Answers, name) for name in ("put", "baseline")}
 
         def timed(original: Callable[..., Any]) -> Callable[..., Any]:
             def call(*args: Any, **kwargs: Any) -> Any:
@@ -85,12 +85,12 @@ class StoreClock:
             return call
 
         for name, original in saved.items():
-            setattr(stored.Answers, name, timed(original))
+            setattr(cache.Answers, name, timed(original))
         try:
             yield
         finally:
             for name, original in saved.items():
-                setattr(stored.Answers, name, original)
+                setattr(cache.Answers, name, original)
 
 
 class PullCounter:

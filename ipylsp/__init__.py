@@ -16,22 +16,22 @@ from typing import TYPE_CHECKING, Any
 from ipylsp._version import __version__
 
 if TYPE_CHECKING:
-    from ipylsp.analysis.model import Report
-    from ipylsp.service.features import FeatureResult
-    from ipylsp.service.pool import SlotStatus
+    from ipylsp.model.diagnostics import Report
+    from ipylsp.model.settings import Settings
+    from ipylsp.service.queries import FeatureResult
+    from ipylsp.service.runtime.pool import SlotStatus
     from ipylsp.service.service import Service
-    from ipylsp.settings import Settings
 
 def get_service(settings: Settings | None = None) -> Service:
     """The process-wide `Service` (created on first use; `settings` only applies then)."""
-    from ipylsp.service.shared import get_service as shared
+    from ipylsp.service.runtime.process_wide import get_service as shared
 
     return shared(settings)
 
 
 def _reset_service() -> None:
     """Close and forget the process-wide service (used by `%unload_ext` and tests)."""
-    from ipylsp.service.shared import reset_service
+    from ipylsp.service.runtime.process_wide import reset_service
 
     reset_service()
 

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ipylsp.settings import Settings
+from ipylsp.model.settings import Settings
 
 if TYPE_CHECKING:
-    from ipylsp.analysis.model import Report
     from ipylsp.analysis.report import FormatOptions
-    from ipylsp.lsp.installers import InstallResult
-    from ipylsp.service.servers import InstallProgress
-    from ipylsp.spec import ServerSpec
+    from ipylsp.model.diagnostics import Report
+    from ipylsp.model.server_spec import ServerSpec
+    from ipylsp.servers.installers import InstallResult
+    from ipylsp.service.admin.server_table import InstallProgress
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_FAILURE = 0, 1, 2
 EXIT_CLOSED_PIPE = 141
@@ -199,7 +199,7 @@ SEE_LIST = "(see 'ipylsp list')"
 
 
 def _which(settings: Settings, out: TextIO, server_id: str) -> int:
-    from ipylsp.service.servers import UnknownServer
+    from ipylsp.service.admin.server_table import UnknownServer
     from ipylsp.service.service import Service
 
     with Service(settings) as service:
@@ -229,7 +229,7 @@ def _install(settings: Settings, out: TextIO, server_ids: list[str], *, install_
 def _install_printer(out: TextIO) -> InstallProgress:
     """Each install as lines: `installing ID ...`, the installer's output (one status line
     rewritten in place on a terminal, plain lines elsewhere), then its outcome."""
-    from ipylsp.service.servers import InstallProgress
+    from ipylsp.service.admin.server_table import InstallProgress
 
     tty = out.isatty()
 
@@ -293,8 +293,8 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
 
 def _cache(settings: Settings, out: TextIO, action: str) -> int:
     """`ipylsp cache info|clear`."""
+    from ipylsp.service.cache import STORE_OFF, store_summary
     from ipylsp.service.service import Service
-    from ipylsp.service.stored import STORE_OFF, store_summary
 
     with Service(settings) as service:
         info = service.store_info(clear=action == "clear")
@@ -329,7 +329,7 @@ def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     severity = args.severity or settings.severity
     settings = dataclasses.replace(settings, severity=severity)
     if args.servers:
-        from ipylsp.lsp import languages, registry
+        from ipylsp.servers import languages, registry
 
         unknown = [s for s in args.servers
                    if registry.get(s) is None and s not in {x.id for x in settings.extra_specs}]

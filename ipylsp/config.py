@@ -13,8 +13,8 @@ from typing import Any, cast
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
-from ipylsp.settings import WORKSPACE_MARKERS, InstallStrategy, Settings, SeverityFilter
-from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
+from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
+from ipylsp.model.settings import WORKSPACE_MARKERS, InstallStrategy, Settings, SeverityFilter
 
 
 class IPyLSP(Configurable):

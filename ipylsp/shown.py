@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ipylsp.analysis.model import Report
 from ipylsp.analysis.report import FormatOptions, format_text, mime_bundle
+from ipylsp.model.diagnostics import Report
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)

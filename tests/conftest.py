@@ -105,11 +105,11 @@ def no_orphans() -> Iterator[None]:
 
 def _sweep_status_files() -> None:
     """Status files of this process and of dead ones (a SIGKILLed kernel cannot remove its own)."""
-    from ipylsp.lsp import locate
-    from ipylsp.service.statusfile import read_status
+    from ipylsp.servers import executables
+    from ipylsp.service.runtime.status_file import read_status
 
-    run_dir = locate.data_dir() / "run"
-    read_status(locate.data_dir())  # the reader drops the files of dead processes
+    run_dir = executables.data_dir() / "run"
+    read_status(executables.data_dir())  # the reader drops the files of dead processes
     for path in run_dir.glob(f"status-{os.getpid()}-*.json"):
         with contextlib.suppress(OSError):
             path.unlink()

@@ -18,13 +18,13 @@ from typing import Any, cast
 
 import pytest
 
-from ipylsp.analysis.model import Report
 from ipylsp.analysis.report import FormatOptions, to_json
-from ipylsp.lsp import locate, registry
-from ipylsp.spec import ServerSpec
+from ipylsp.model.diagnostics import Report
+from ipylsp.model.server_spec import ServerSpec
+from ipylsp.servers import executables, registry
 from tests.server_pins import IN_TEST_VENV, mismatches
 
-DATA_DIR = locate.data_dir()
+DATA_DIR = executables.data_dir()
 
 _APT = {
     "clangd": "apt-get install clangd",
@@ -36,7 +36,7 @@ def require(server_id: str) -> ServerSpec:
     """The registry row of ``server_id``, asserting that the server (and its companions) can run."""
     spec = registry.get(server_id)
     assert spec is not None, f"{server_id} is not in the registry"
-    resolution = locate.resolve(spec, DATA_DIR)
+    resolution = executables.resolve(spec, DATA_DIR)
     how = _APT.get(server_id) or f"run scripts/bootstrap ({registry.install_hint(spec)})"
     assert resolution.command is not None, (
         f"{server_id} cannot run: {resolution.reason or 'not found'}; {how}. "

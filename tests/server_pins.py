@@ -77,15 +77,15 @@ def pinned_packages(server_id: str, kind: str) -> tuple[str, ...]:
 
 def install_pinned() -> int:
     """Install the pinned version of every data-dir server that is missing or differs."""
-    from ipylsp.lsp import installers, locate, registry
+    from ipylsp.servers import executables, installers, registry
 
-    data = locate.data_dir()
+    data = executables.data_dir()
     failed = 0
     for server_id in PINS:
         spec = registry.get(server_id)
         if server_id in IN_TEST_VENV or spec is None:
             continue
-        resolution = locate.resolve(spec, data)
+        resolution = executables.resolve(spec, data)
         command = resolution.command[0] if resolution.command else None
         if command is not None and not mismatches(server_id, spec.install.kind, command):
             continue
@@ -93,7 +93,7 @@ def install_pinned() -> int:
         recipe = dataclasses.replace(spec.install, packages=packages)
         print(f"==> {server_id}: installing {' '.join(packages)}", flush=True)
         result = installers.install(dataclasses.replace(spec, install=recipe), data)
-        locate.invalidate()
+        executables.invalidate()
         print(result.message, flush=True)
         failed += not result.ok
     return 1 if failed else 0

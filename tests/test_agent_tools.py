@@ -16,10 +16,10 @@ from jsonschema import Draft202012Validator
 import ipylsp
 from ipylsp.agent import CODES, FORMATS, TOOLS, Toolbox, ToolResult, call_tool, tool_schemas
 from ipylsp.agent.tools import ORDER
-from ipylsp.analysis.model import Report
+from ipylsp.model.diagnostics import Report
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.settings import Settings
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 from tests.real_servers import DATA_DIR, require, write
 

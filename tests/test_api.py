@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import ipylsp
-from ipylsp.analysis.model import Report
-from ipylsp.settings import Settings
+from ipylsp.model.diagnostics import Report
+from ipylsp.model.settings import Settings
 
 LIB = "def area(width: int, height: int) -> int:\n    return width * height\n"
 MAIN = "from lib import area\n\ntotal = area(2, 3)\nprint(total)\n"

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.model import Report, Severity
 from ipylsp.analysis.report import format_text
+from ipylsp.model.diagnostics import Report, Severity
+from ipylsp.model.settings import Settings
 from ipylsp.service.service import FileCheck, Service
-from ipylsp.settings import Settings
 from tests.real_servers import DATA_DIR, require, workspace, write
 
 TYPE_ERROR = {

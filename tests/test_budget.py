@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.model import Report, UnknownReason
 from ipylsp.analysis.report import format_text
+from ipylsp.model.diagnostics import Report, UnknownReason
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.settings import Settings
 from ipylsp.service.service import FileCheck, Service
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 
 BUDGET = 1.0

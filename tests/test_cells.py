@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from ipylsp import private
+from ipylsp.analysis.cells.attribution import Kernel, by_cell
 from ipylsp.analysis.cells.document import CellHistory, make_cell, unbound_loads
-from ipylsp.analysis.cells.locate import Kernel, by_cell
 from ipylsp.analysis.cells.neutralize import logical_starts, neutralize
-from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
 from ipylsp.analysis.report import format_text, to_json
 from ipylsp.ipython.namespace import stub_prelude
+from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
+from ipylsp.model.settings import Settings
 from ipylsp.service.cells import KernelView
 from ipylsp.service.service import FileCheck, Service
-from ipylsp.settings import Settings
 from tests.real_servers import DATA_DIR
 
 # -- neutralize -----------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from ipylsp.analysis.cells.locate import UNDEFINED_NAME
+from ipylsp.analysis.cells.attribution import UNDEFINED_NAME
 from tests.real_servers import require
 from tests.test_ipython_kernel import MIME, Kernel, kernel_dir_for, seed_workspace
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from ipylsp.cli import EXIT_CLEAN, EXIT_CLOSED_PIPE, EXIT_FAILURE, EXIT_PROBLEMS, main
-from ipylsp.lsp import locate, registry
-from ipylsp.settings import Settings
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables, registry
 
 VENV_BIN = Path(sys.executable).parent
 SCRIPT = VENV_BIN / "ipylsp"
@@ -185,7 +185,7 @@ def test_check_unknown_exits_2_never_clean(ws: Path) -> None:
 def test_check_missing_server_exits_2(ws: Path) -> None:
     spec = registry.get("zls")
     assert spec is not None
-    if locate.resolve_command(spec, ws.parent / "data") is not None:
+    if executables.resolve_command(spec, ws.parent / "data") is not None:
         pytest.skip("zls is installed here")
     (ws / "main.zig").write_text("pub fn main() void {}\n")
     code, out = run(ws, "check", "main.zig")
@@ -244,7 +244,7 @@ def test_status(ws: Path) -> None:
     code, out = run(ws, "status")
     assert code == EXIT_CLEAN
     data_dir = ws.parent / "data"
-    installed = [s.id for s in registry.all_specs() if locate.resolve_command(s, data_dir)]
+    installed = [s.id for s in registry.all_specs() if executables.resolve_command(s, data_dir)]
     assert {"ty", "ruff"} <= set(installed)
     assert out.splitlines() == [
         "no server running (servers start when a file is checked)",
@@ -255,9 +255,9 @@ def test_status(ws: Path) -> None:
 def test_status_lists_servers_running_in_other_services(ws: Path) -> None:
     """A kernel's servers (here: Services in this process, and a file another process left)
     show in `ipylsp status`, aligned whatever the lengths."""
+    from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+    from ipylsp.model.settings import Settings
     from ipylsp.service.service import Service
-    from ipylsp.settings import Settings
-    from ipylsp.spec import InstallRecipe, ServerSpec
     from tests.conftest import fake_command
 
     fake = ServerSpec(id="fake", name="Fake", languages=("shellscript",),
@@ -303,14 +303,16 @@ def test_list(ws: Path) -> None:
     assert typescript.split()[2] == "typescript,typescriptreact,java…"
     # every row's third column starts at the same place: the long TypeScript lists fit
     assert len({row.index(row.split()[2], width) for row in rows}) == 1
-    if locate.resolve_command(registry.get("pyright"), data_dir) is None:  # type: ignore[arg-type]
+    if executables.resolve_command(registry.get("pyright"), data_dir) is None:  # type: ignore[arg-type]
         pyright = next(row for row in rows if row.startswith("pyright "))
         assert pyright.endswith(f"missing    {'python':<32}  ipylsp install pyright  "
                                 "# npm install pyright into ipylsp's data dir")
     code, out = run(ws, "list", "--installed")
     assert code == EXIT_CLEAN
     installed = [row.split()[0] for row in out.splitlines()]
-    assert installed == [s.id for s in registry.all_specs() if locate.resolve_command(s, data_dir)]
+    assert installed == [
+        s.id for s in registry.all_specs() if executables.resolve_command(s, data_dir)
+    ]
     assert {"ty", "ruff"} <= set(installed)
     assert all(row.split()[1] == "installed" for row in out.splitlines())
 
@@ -345,7 +347,7 @@ def test_which_in_the_real_data_dir() -> None:
     servers)."""
     spec = registry.get("pyright")
     assert spec is not None
-    command = locate.resolve_command(spec, locate.data_dir(Settings()))
+    command = executables.resolve_command(spec, executables.data_dir(Settings()))
     out = io.StringIO()
     code = main(["which", "pyright"], out=out)
     if command is None:

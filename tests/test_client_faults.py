@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from ipylsp.analysis.model import Diagnostic, UnknownReason
 from ipylsp.lsp.client import ClientError, ClientState, LanguageClient
 from ipylsp.lsp.process import descendants, running
-from ipylsp.spec import InstallRecipe, ServerSpec
+from ipylsp.model.diagnostics import Diagnostic, UnknownReason
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 
 T = TypeVar("T")

@@ -6,9 +6,10 @@ import random
 
 import pytest
 
-from ipylsp.analysis import positions, textdiff
+from ipylsp.analysis import textdiff
 from ipylsp.analysis.delta import compute_delta, identity, normalize_message, remap_range
-from ipylsp.analysis.model import Diagnostic, Range, Severity
+from ipylsp.model import positions
+from ipylsp.model.diagnostics import Diagnostic, Range, Severity
 
 
 def undefined(line: int, column: int, name: str = "foo", **kw: object) -> Diagnostic:

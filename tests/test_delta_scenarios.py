@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from ipylsp.analysis.model import Report, Severity, UnknownReason
 from ipylsp.analysis.report import format_text, to_json
-from ipylsp.lsp import locate, registry
+from ipylsp.model.diagnostics import Report, Severity, UnknownReason
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables, registry
 from ipylsp.service.service import FileCheck, Service
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 
 # --- servers and their dialects -------------------------------------------------------------
@@ -112,7 +112,7 @@ def require(server: str) -> None:
     """Fail loudly (never skip) when a server these scenarios need is missing."""
     spec = registry.get(server)
     assert spec is not None
-    assert locate.resolve_command(spec, locate.data_dir(Settings())) is not None, (
+    assert executables.resolve_command(spec, executables.data_dir(Settings())) is not None, (
         f"{server} is not installed: run scripts/bootstrap ({registry.install_hint(spec)})"
     )
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.edits import EditConflict, TextEdit, apply, preview, unified_diff
-from ipylsp.analysis.model import Range
+from ipylsp.model.diagnostics import Range
+from ipylsp.model.edits import EditConflict, TextEdit, apply, preview, unified_diff
 
 A = Path("/ws/a.py")
 

@@ -14,20 +14,20 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from ipylsp.lsp import installers, locate, registry
-from ipylsp.lsp.installers import install, install_many
-from ipylsp.lsp.locate import resolve, resolve_command
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerSpec
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables, installers, registry
+from ipylsp.servers.executables import resolve, resolve_command
+from ipylsp.servers.installers import install, install_many
 
 SYS_BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(autouse=True)
 def _fresh_locate_cache() -> Iterator[None]:
-    locate.invalidate()
+    executables.invalidate()
     yield
-    locate.invalidate()
+    executables.invalidate()
 
 
 def _spec(
@@ -69,31 +69,31 @@ def _spec_of(server_id: str) -> ServerSpec:
 
 
 def test_data_dir(tmp_path: Path) -> None:
-    assert locate.data_dir(Settings(data_dir=tmp_path)) == tmp_path
+    assert executables.data_dir(Settings(data_dir=tmp_path)) == tmp_path
     default = Path(platformdirs.user_data_dir("ipylsp", appauthor=False))
-    assert locate.data_dir(Settings()) == default
-    assert locate.data_dir() == default
+    assert executables.data_dir(Settings()) == default
+    assert executables.data_dir() == default
 
 
 def test_npm_prefix_names() -> None:
-    assert locate.npm_prefix_name(_spec_of("typescript")) == "typescript"
-    assert locate.npm_prefix_name(_spec_of("typescript-language-server")) == (
+    assert executables.npm_prefix_name(_spec_of("typescript")) == "typescript"
+    assert executables.npm_prefix_name(_spec_of("typescript-language-server")) == (
         "typescript-language-server"
     )
-    assert locate.npm_prefix_name(_spec_of("yaml-language-server")) == "yaml-language-server"
-    assert locate.npm_prefix_name(_spec(packages=("@vue/language-server@2",))) == (
+    assert executables.npm_prefix_name(_spec_of("yaml-language-server")) == "yaml-language-server"
+    assert executables.npm_prefix_name(_spec(packages=("@vue/language-server@2",))) == (
         "vue-language-server"
     )
     # json, css and html share one recipe, hence one prefix
     assert {
-        locate.npm_prefix_name(_spec_of(i))
+        executables.npm_prefix_name(_spec_of(i))
         for i in (
             "vscode-json-language-server",
             "vscode-css-language-server",
             "vscode-html-language-server",
         )
     } == {"vscode-langservers-extracted"}
-    assert locate.npm_prefix(_spec_of("pyright"), Path("/d")) == Path("/d/npm/pyright")
+    assert executables.npm_prefix(_spec_of("pyright"), Path("/d")) == Path("/d/npm/pyright")
 
 
 # ------------------------------------------------------------------------------------ resolve
@@ -261,10 +261,10 @@ def test_cached_answers_follow_directory_changes(
     bin_dir.mkdir()
     _only_path(monkeypatch, bin_dir)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "kernel" / "bin" / "python"))
-    for d in locate.search_dirs(_spec(), data):
+    for d in executables.search_dirs(_spec(), data):
         Path(d).mkdir(parents=True, exist_ok=True)
     old = bin_dir.stat().st_mtime_ns - 3600 * 10**9
-    for d in locate.search_dirs(_spec(), data):
+    for d in executables.search_dirs(_spec(), data):
         os.utime(d, ns=(old, old))
     assert resolve_command(_spec(), data) is None
     seen = bin_dir.stat().st_mtime_ns
@@ -276,7 +276,7 @@ def test_cached_answers_follow_directory_changes(
     server.unlink()
     os.utime(bin_dir, ns=(seen + 10**9, seen + 10**9))
     assert resolve_command(_spec(), data) == (str(server), "--stdio")  # still the cached answer
-    locate.invalidate()  # forgets every answer
+    executables.invalidate()  # forgets every answer
     assert resolve_command(_spec(), data) is None
 
 

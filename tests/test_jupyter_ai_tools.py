@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from ipylsp.agent import TOOLS, tool_schemas
+from ipylsp.model.settings import Settings
 from ipylsp.server import state
 from ipylsp.server.jupyter_ai import FUNCTIONS, MCP_TOOLS
-from ipylsp.settings import Settings
 from tests.real_servers import DATA_DIR, require, workspace, write
 
 

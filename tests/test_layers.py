@@ -16,14 +16,15 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ipylsp"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # (layer, module prefixes), bottom first; the longest matching prefix decides.
-    ("base", ("ipylsp._version", "ipylsp.spec", "ipylsp.settings", "ipylsp.private")),
+    ("base", ("ipylsp._version", "ipylsp.private")),
+    ("model", ("ipylsp.model",)),
     ("analysis", ("ipylsp.analysis",)),
-    ("lsp", ("ipylsp.lsp",)),
+    ("io", ("ipylsp.lsp", "ipylsp.servers", "ipylsp.store")),
     ("service", ("ipylsp.service",)),
     ("adapters", ("ipylsp", "ipylsp.config", "ipylsp.cli", "ipylsp.ipython", "ipylsp.agent",
                   "ipylsp.server")),
 )
-CORE = ("base", "analysis", "lsp", "service")
+CORE = ("base", "model", "analysis", "io", "service")
 FRAMEWORKS = ("IPython", "ipykernel", "jupyter_server", "jupyter_client", "tornado",
               "traitlets", "nbformat", "mcp")
 
@@ -145,12 +146,12 @@ def test_a_deliberate_upward_import_is_caught(tmp_path: Path) -> None:
     (scratch / "service" / "pool.py").write_text("from ipylsp.lsp import client\n")
     edges = graph(scratch)
     assert upward(edges) == [
-        "ipylsp.lsp.client:2 imports ipylsp.service.pool (lsp -> service)"
+        "ipylsp.lsp.client:2 imports ipylsp.service.pool (io -> service)"
     ]
     assert cycles(edges) == [["ipylsp.lsp.client", "ipylsp.service.pool", "ipylsp.lsp.client"]]
 
 
-@pytest.mark.parametrize("module", ["ipylsp.analysis.model", "ipylsp.lsp.client",
+@pytest.mark.parametrize("module", ["ipylsp.model.diagnostics", "ipylsp.lsp.client",
                                     "ipylsp.service.service", "ipylsp.ipython.magics"])
 def test_every_module_has_a_layer(module: str) -> None:
-    assert LAYERS[layer_of(module)][0] in {"analysis", "lsp", "service", "adapters"}
+    assert LAYERS[layer_of(module)][0] in {"model", "io", "service", "adapters"}

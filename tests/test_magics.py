@@ -29,7 +29,7 @@ from IPython.utils.capture import capture_output
 
 import ipylsp
 from ipylsp.cli import main
-from ipylsp.lsp import locate, registry
+from ipylsp.servers import executables, registry
 
 MIME = "application/vnd.ipylsp.diagnostics+json"
 VENV_BIN = Path(sys.executable).parent
@@ -102,7 +102,7 @@ def shell(workspace: Path) -> Iterator[InteractiveShell]:
     old_cwd, old_path = os.getcwd(), os.environ.get("PATH", "")
     os.chdir(ws)
     os.environ["PATH"] = str(bin_dir)
-    locate.invalidate()
+    executables.invalidate()
     ip = InteractiveShell.instance()
     try:
         for line in (
@@ -116,7 +116,7 @@ def shell(workspace: Path) -> Iterator[InteractiveShell]:
         ip.run_cell("%unload_ext ipylsp", store_history=False)
         os.chdir(old_cwd)
         os.environ["PATH"] = old_path
-        locate.invalidate()
+        executables.invalidate()
 
 
 @pytest.fixture
@@ -138,7 +138,8 @@ def servers_running(shell: InteractiveShell, app_written: None) -> None:
 
 def installed_here() -> list[str]:
     """Registry rows whose command sits beside this Python (PATH holds only git, the data dir
-    is empty): what `status` and `list` must call installed. Computed without ipylsp's locate."""
+    is empty): what `status` and `list` must call installed. Computed without ipylsp's
+    `executables`."""
     return [
         spec.id
         for spec in registry.all_specs()

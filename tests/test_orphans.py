@@ -22,9 +22,9 @@ import pytest
 
 from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.process import TAG_VAR, descendants, running, wait_exited
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.settings import Settings
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import FAKE_SERVER, cmdline, fake_command, marked
 from tests.test_ipython_kernel import Kernel, kernel_dir_for, seed_workspace
 

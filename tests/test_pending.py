@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from ipylsp.analysis.model import Diagnostic, FileReport, Range, Report, Severity
 from ipylsp.analysis.report import FormatOptions, format_text
-from ipylsp.service.pending import PendingChannel
+from ipylsp.model.diagnostics import Diagnostic, FileReport, Range, Report, Severity
+from ipylsp.service.outputs.pending import PendingChannel
 
 
 def error(line: int, message: str = "bad", severity: Severity = Severity.ERROR) -> Diagnostic:

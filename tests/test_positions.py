@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ipylsp.analysis.positions import (
+from ipylsp.model.positions import (
     Encoding,
     LineIndex,
     choose_encoding,

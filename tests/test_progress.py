@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from ipylsp.lsp import locate, server_requests
+from ipylsp.lsp import server_requests
 from ipylsp.lsp.client import FILE_CREATED, LanguageClient
 from ipylsp.lsp.server_requests import MAX_PROGRESS_CHARS, Progress
+from ipylsp.servers import executables
 from tests.real_servers import DATA_DIR, require, workspace
 
 
@@ -107,7 +108,7 @@ def test_basedpyright_progress_stays_one_short_status(
         seen.append((params, self.describe()))
 
     monkeypatch.setattr(Progress, "update", recording)
-    command = locate.resolve(spec, DATA_DIR).command
+    command = executables.resolve(spec, DATA_DIR).command
     assert command is not None
 
     async def body() -> None:

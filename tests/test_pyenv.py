@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from ipylsp.lsp import locate, pyenv, registry
-from ipylsp.lsp.pyenv import PythonEnv
-from ipylsp.spec import ServerSpec
+from ipylsp.model.server_spec import ServerSpec
+from ipylsp.servers import executables, python_env, registry
+from ipylsp.servers.python_env import PythonEnv
 
 PACKAGE = "ipylsp_only_in_venv"
 SOURCE = f'import {PACKAGE}\n\nx: int = "s"\n'
@@ -60,12 +60,12 @@ def _fake_env(prefix: Path, *, conda: bool = False) -> Path:
 
 def test_project_dot_venv_at_the_root(tmp_path: Path) -> None:
     python = _fake_env(tmp_path / ".venv")
-    assert pyenv.project_env(tmp_path) == PythonEnv(tmp_path / ".venv", python, "project")
+    assert python_env.project_env(tmp_path) == PythonEnv(tmp_path / ".venv", python, "project")
 
 
 def test_project_venv_named_venv(tmp_path: Path) -> None:
     python = _fake_env(tmp_path / "venv")
-    assert pyenv.detect(tmp_path, executable="/nonexistent/bin/python") == PythonEnv(
+    assert python_env.detect(tmp_path, executable="/nonexistent/bin/python") == PythonEnv(
         tmp_path / "venv", python, "project"
     )
 
@@ -73,57 +73,57 @@ def test_project_venv_named_venv(tmp_path: Path) -> None:
 def test_dot_venv_wins_over_venv(tmp_path: Path) -> None:
     _fake_env(tmp_path / "venv")
     python = _fake_env(tmp_path / ".venv")
-    env = pyenv.project_env(tmp_path)
+    env = python_env.project_env(tmp_path)
     assert env is not None and env.interpreter == python
 
 
 def test_conda_style_env_in_the_project(tmp_path: Path) -> None:
     python = _fake_env(tmp_path / ".venv", conda=True)
-    env = pyenv.project_env(tmp_path)
+    env = python_env.project_env(tmp_path)
     assert env is not None and env.interpreter == python
 
 
 def test_a_plain_directory_named_venv_is_not_an_env(tmp_path: Path) -> None:
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     os.symlink(sys.executable, tmp_path / ".venv" / "bin" / "python")
-    assert pyenv.project_env(tmp_path) is None
+    assert python_env.project_env(tmp_path) is None
 
 
 def test_a_venv_with_a_dangling_interpreter_is_skipped(tmp_path: Path) -> None:
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /gone\n")
     os.symlink("/gone/python3.99", tmp_path / ".venv" / "bin" / "python")
-    assert pyenv.project_env(tmp_path) is None
+    assert python_env.project_env(tmp_path) is None
 
 
 def test_the_search_climbs_to_the_ceiling_only(tmp_path: Path) -> None:
     python = _fake_env(tmp_path / ".venv")
     root = tmp_path / "packages" / "api"
     root.mkdir(parents=True)
-    assert pyenv.project_env(root) is None
-    env = pyenv.project_env(root, ceiling=tmp_path)
+    assert python_env.project_env(root) is None
+    env = python_env.project_env(root, ceiling=tmp_path)
     assert env is not None and env.interpreter == python
-    assert pyenv.project_env(root, ceiling=tmp_path / "packages") is None
+    assert python_env.project_env(root, ceiling=tmp_path / "packages") is None
     # a ceiling that does not contain the root is ignored
-    assert pyenv.project_env(root, ceiling=tmp_path / "elsewhere") is None
+    assert python_env.project_env(root, ceiling=tmp_path / "elsewhere") is None
 
 
 def test_the_kernels_env_when_it_is_a_venv(tmp_path: Path) -> None:
     python = _fake_env(tmp_path / "kenv")
-    assert pyenv.kernel_env(str(python)) == PythonEnv(tmp_path / "kenv", python, "kernel")
+    assert python_env.kernel_env(str(python)) == PythonEnv(tmp_path / "kenv", python, "kernel")
     # the project's venv comes first
     proj = tmp_path / "proj"
     proj_python = _fake_env(proj / ".venv")
-    env = pyenv.detect(proj, executable=str(python))
+    env = python_env.detect(proj, executable=str(python))
     assert env is not None and env.interpreter == proj_python and env.source == "project"
     # without one, the kernel's
-    env = pyenv.detect(tmp_path / "other", executable=str(python))
+    env = python_env.detect(tmp_path / "other", executable=str(python))
     assert env is not None and env.interpreter == python and env.source == "kernel"
 
 
 def test_the_kernels_interpreter_is_not_resolved_through_its_symlink() -> None:
     # this test process runs in a venv: its python is a symlink to the base interpreter
-    env = pyenv.kernel_env()
+    env = python_env.kernel_env()
     if sys.prefix == sys.base_prefix:
         assert env is None
         return
@@ -136,8 +136,8 @@ def test_a_kernel_outside_any_venv_hands_nothing(tmp_path: Path) -> None:
     (tmp_path / "usr" / "bin").mkdir(parents=True)
     python = tmp_path / "usr" / "bin" / "python3"
     os.symlink(sys.executable, python)
-    assert pyenv.kernel_env(str(python)) is None
-    assert pyenv.detect(tmp_path / "proj", executable=str(python)) is None
+    assert python_env.kernel_env(str(python)) is None
+    assert python_env.detect(tmp_path / "proj", executable=str(python)) is None
 
 
 # ------------------------------------------------------------------------------------ hand-over
@@ -148,29 +148,29 @@ ENV = PythonEnv(Path("/p/.venv"), Path("/p/.venv/bin/python"), "project")
 
 def test_env_config_per_server() -> None:
     pyright = {"python": {"pythonPath": "/p/.venv/bin/python", "venvPath": "/p", "venv": ".venv"}}
-    assert pyenv.env_config("pyright", ENV) == (pyright, None)
-    assert pyenv.env_config("basedpyright", ENV) == (pyright, None)
-    assert pyenv.env_config("ty", ENV) == (
+    assert python_env.env_config("pyright", ENV) == (pyright, None)
+    assert python_env.env_config("basedpyright", ENV) == (pyright, None)
+    assert python_env.env_config("ty", ENV) == (
         {"ty": {"configuration": {"environment": {"python": "/p/.venv"}}}},
         None,
     )
-    assert pyenv.env_config("pyrefly", ENV) == (
+    assert python_env.env_config("pyrefly", ENV) == (
         {"python": {"pythonPath": "/p/.venv/bin/python"}},
         None,
     )
-    settings, init = pyenv.env_config("pylsp", ENV)
+    settings, init = python_env.env_config("pylsp", ENV)
     assert settings["pylsp"]["plugins"]["jedi"] == {"environment": "/p/.venv/bin/python"}
     assert init is None
-    assert pyenv.env_config("jedi-language-server", ENV) == (
+    assert python_env.env_config("jedi-language-server", ENV) == (
         {},
         {"workspace": {"environmentPath": "/p/.venv/bin/python"}},
     )
-    assert pyenv.env_config("ruff", ENV) == ({}, None)
-    assert pyenv.env_config("clangd", ENV) == ({}, None)
+    assert python_env.env_config("ruff", ENV) == ({}, None)
+    assert python_env.env_config("clangd", ENV) == ({}, None)
 
 
 def test_apply_merges_under_the_specs_own_settings() -> None:
-    pyrefly = pyenv.apply(_spec("pyrefly"), ENV)
+    pyrefly = python_env.apply(_spec("pyrefly"), ENV)
     assert pyrefly.settings == {
         "python": {
             "pythonPath": "/p/.venv/bin/python",
@@ -185,7 +185,7 @@ def test_apply_merges_under_the_specs_own_settings() -> None:
         install=_spec("pyright").install,
         settings={"python": {"pythonPath": "/mine/python", "analysis": {"x": 1}}},
     )
-    merged = pyenv.apply(user, ENV)
+    merged = python_env.apply(user, ENV)
     assert merged.settings == {
         "python": {
             "pythonPath": "/mine/python",  # the user's explicit choice wins
@@ -194,15 +194,15 @@ def test_apply_merges_under_the_specs_own_settings() -> None:
             "analysis": {"x": 1},
         }
     }
-    jedi = pyenv.apply(_spec("jedi-language-server"), ENV)
+    jedi = python_env.apply(_spec("jedi-language-server"), ENV)
     assert jedi.initialization_options == {"workspace": {"environmentPath": "/p/.venv/bin/python"}}
-    assert pyenv.apply(_spec("ruff"), ENV) is _spec("ruff")
-    assert pyenv.apply(_spec("ty"), None) is _spec("ty")
+    assert python_env.apply(_spec("ruff"), ENV) is _spec("ruff")
+    assert python_env.apply(_spec("ty"), None) is _spec("ty")
 
 
 def test_apply_does_not_mutate_the_registry() -> None:
     before = json.dumps(dict(_spec("pyrefly").settings), sort_keys=True)
-    pyenv.apply(_spec("pyrefly"), ENV)
+    python_env.apply(_spec("pyrefly"), ENV)
     assert json.dumps(dict(_spec("pyrefly").settings), sort_keys=True) == before
 
 
@@ -221,15 +221,15 @@ def test_ty_is_not_overridden_when_its_config_sets_the_environment(
     tmp_path: Path, filename: str, text: str, configured: bool
 ) -> None:
     (tmp_path / filename).write_text(text)
-    settings, _ = pyenv.env_config("ty", ENV, root=tmp_path)
+    settings, _ = python_env.env_config("ty", ENV, root=tmp_path)
     assert (settings == {}) is configured
 
 
 def test_for_server_skips_non_python_servers(tmp_path: Path) -> None:
     _fake_env(tmp_path / ".venv")
     clangd = _spec("clangd")
-    assert pyenv.for_server(clangd, tmp_path) is clangd
-    ty = pyenv.for_server(_spec("ty"), tmp_path)
+    assert python_env.for_server(clangd, tmp_path) is clangd
+    ty = python_env.for_server(_spec("ty"), tmp_path)
     assert ty.settings == {
         "ty": {"configuration": {"environment": {"python": str(tmp_path / ".venv")}}}
     }
@@ -393,7 +393,7 @@ def outside_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _command(server_id: str) -> tuple[str, ...]:
     spec = _spec(server_id)
-    command = locate.resolve_command(spec, locate.data_dir())
+    command = executables.resolve_command(spec, executables.data_dir())
     assert command is not None, (
         f"{server_id} is not installed: run scripts/bootstrap ({registry.install_hint(spec)})"
     )
@@ -435,7 +435,7 @@ def test_a_package_only_in_the_kernels_venv_resolves_when_handed_over(
     without = _run(spec, command, root, home)
     assert _unresolved(without), f"{server_id} resolved {PACKAGE} without the env: {without}"
 
-    handed = pyenv.for_server(spec, root, executable=interpreter)
+    handed = python_env.for_server(spec, root, executable=interpreter)
     assert handed.settings != spec.settings
     with_env = _run(handed, command, root, home)
     assert not _unresolved(with_env), with_env
@@ -454,7 +454,7 @@ def test_a_package_only_in_the_projects_dot_venv_resolves(
     site = root / ".venv" / "lib" / version / "site-packages"
     (site / PACKAGE).mkdir(parents=True)
     (site / PACKAGE / "__init__.py").write_text("def hello() -> int:\n    return 1\n")
-    env = pyenv.detect(root, executable="/nonexistent/python")
+    env = python_env.detect(root, executable="/nonexistent/python")
     assert env is not None and env.source == "project"
-    handed = pyenv.apply(_spec(server_id), env, root=root)
+    handed = python_env.apply(_spec(server_id), env, root=root)
     assert not _unresolved(_run(handed, command, root, home))

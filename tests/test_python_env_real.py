@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from ipylsp.analysis.report import FormatOptions, format_text
+from ipylsp.model.settings import Settings
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
 from tests.real_servers import DATA_DIR, json_diagnostics, require, workspace, write
 
 PACKAGE = "ipylsp_venv_only_pkg"

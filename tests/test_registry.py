@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.lsp import languages, registry
-from ipylsp.lsp.languages import language_id
-from ipylsp.settings import DEFAULT_LANGUAGE_SERVERS, Settings
-from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
+from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
+from ipylsp.model.settings import DEFAULT_LANGUAGE_SERVERS, Settings
+from ipylsp.servers import languages, registry
+from ipylsp.servers.languages import language_id
 
 # ------------------------------------------------------------------------------------ languages
 

@@ -7,15 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.model import (
-    Diagnostic,
-    FileReport,
-    Range,
-    Report,
-    Severity,
-    Unknown,
-    UnknownReason,
-)
 from ipylsp.analysis.report import (
     MIME_TYPE,
     SCHEMA,
@@ -26,7 +17,16 @@ from ipylsp.analysis.report import (
     to_json,
     unknown_line,
 )
-from ipylsp.settings import Settings
+from ipylsp.model.diagnostics import (
+    Diagnostic,
+    FileReport,
+    Range,
+    Report,
+    Severity,
+    Unknown,
+    UnknownReason,
+)
+from ipylsp.model.settings import Settings
 
 ROOT = Path("/work/project")
 

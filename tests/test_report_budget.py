@@ -10,7 +10,8 @@ from typing import Any, cast
 
 import pytest
 
-from ipylsp.analysis.model import (
+from ipylsp.analysis.report import FormatOptions, format_html, format_text, select, to_json
+from ipylsp.model.diagnostics import (
     Diagnostic,
     FileReport,
     Range,
@@ -19,8 +20,7 @@ from ipylsp.analysis.model import (
     Unknown,
     UnknownReason,
 )
-from ipylsp.analysis.report import FormatOptions, format_html, format_text, select, to_json
-from ipylsp.settings import Settings
+from ipylsp.model.settings import Settings
 
 ROOT = Path("/work/project")
 MESSAGE = 'Type "Literal[\'s\']" is not assignable to declared type "int"'

@@ -10,11 +10,11 @@ from typing import Any, cast
 
 import pytest
 
-from ipylsp.analysis.model import Diagnostic, FileReport, Range, Report, Severity
 from ipylsp.analysis.report import FormatOptions, format_html, format_text, message_text, to_json
 from ipylsp.analysis.report.merge import merge, quoted_names, same_problem
+from ipylsp.model.diagnostics import Diagnostic, FileReport, Range, Report, Severity
+from ipylsp.model.settings import Settings
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
 from tests.real_servers import DATA_DIR, require, workspace, write
 
 ROOT = Path("/work/project")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.lsp import roots
-from ipylsp.lsp.roots import find_root, find_worktree, workspace_gate
+from ipylsp.servers import roots
+from ipylsp.servers.roots import find_root, find_worktree, workspace_gate
 
 PY = ("pyproject.toml", "setup.py")
 

@@ -15,8 +15,8 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from ipylsp.analysis.report import FormatOptions, to_json
+from ipylsp.model.settings import Settings
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
 from tests.real_servers import DATA_DIR, require
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)

@@ -1,4 +1,4 @@
-"""The facade's server table, `which` rows and installs with progress (service/servers.py):
+"""The facade's server table, `which` rows and installs with progress (service/server_table.py):
 what `ipylsp list/status/which/install` and `%lsp list/status/which/install` print."""
 
 from __future__ import annotations
@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.lsp import locate
-from ipylsp.lsp.installers import InstallResult
-from ipylsp.service import servers
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables
+from ipylsp.servers.installers import InstallResult
+from ipylsp.service.admin import server_table
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerSpec
 
 
 @pytest.fixture(autouse=True)
 def _fresh_locate_cache() -> Iterator[None]:
-    locate.invalidate()
+    executables.invalidate()
     yield
-    locate.invalidate()
+    executables.invalidate()
 
 
 def _exe(path: Path, text: str) -> None:
@@ -42,7 +42,7 @@ def _spec(server_id: str, command: str, kind: str = "npm",
 
 
 def test_columns_align_and_the_last_one_runs_free() -> None:
-    text = servers.format_columns([["a", "installed", "/x/y --stdio"],
+    text = server_table.format_columns([["a", "installed", "/x/y --stdio"],
                                    ["longer-id", "missing", "ipylsp install longer-id"]])
     assert text.splitlines() == [
         "a          installed  /x/y --stdio",
@@ -59,7 +59,7 @@ def test_table_rows_user_servers_and_long_language_lists(
         _spec("mine", "mine-ls", kind="path", languages=("a" * 20, "b" * 20)),
         _spec("ty", "no-such-ty", kind="path"),  # a user's row replaces the registry's by id
     ))
-    table = servers.table(settings)
+    table = server_table.table(settings)
     by_id = {row.server_id: row for row in table.rows}
     assert by_id["mine"].command == (str(tmp_path / "bin" / "mine-ls"),)
     assert by_id["ty"].installed is False
@@ -76,22 +76,22 @@ def test_table_rows_user_servers_and_long_language_lists(
                  if line.startswith("mine "))
     assert short.split() == mine_line.split()[:3]
     installed = [row for row in table.rows if row.installed]
-    assert servers.table(settings, installed_only=True).rows == tuple(installed)
+    assert server_table.table(settings, installed_only=True).rows == tuple(installed)
     assert by_id["mine"] in installed and by_id["ty"] not in installed
     assert table.summary() == f"{len(installed)} of {len(table.rows)} servers installed"
 
 
 def test_unknown_ids_and_empty_installs_are_one_line_errors(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
-    with pytest.raises(servers.UnknownServer, match=r"^unknown server 'nope'$"):
-        servers.row(settings, "nope")
-    with pytest.raises(servers.UnknownServer, match=r"^unknown server\(s\): nope, nada$"):
-        servers.install_targets(settings, ["ty", "nope", "nada"])
+    with pytest.raises(server_table.UnknownServer, match=r"^unknown server 'nope'$"):
+        server_table.row(settings, "nope")
+    with pytest.raises(server_table.UnknownServer, match=r"^unknown server\(s\): nope, nada$"):
+        server_table.install_targets(settings, ["ty", "nope", "nada"])
     with pytest.raises(ValueError, match=r"^name servers, or --all$"):
-        servers.install_targets(settings, [])
-    every = servers.install_targets(settings, [], install_all=True)
+        server_table.install_targets(settings, [])
+    every = server_table.install_targets(settings, [], install_all=True)
     assert {spec.install.kind for spec in every} == {"pip", "npm"}
-    assert [s.id for s in servers.install_targets(settings, ["ruff", "ty", "ruff"])] == [
+    assert [s.id for s in server_table.install_targets(settings, ["ruff", "ty", "ruff"])] == [
         "ruff", "ty"
     ]
 
@@ -118,7 +118,7 @@ os.chmod(path, 0o755)
     ))
     seen: list[tuple[str, ...]] = []
 
-    class Recorder(servers.InstallProgress):
+    class Recorder(server_table.InstallProgress):
         def started(self, spec: ServerSpec) -> None:
             seen.append(("started", spec.id))
 
@@ -128,7 +128,7 @@ os.chmod(path, 0o755)
         def finished(self, result: InstallResult) -> None:
             seen.append(("finished", result.server_id, str(result.ok)))
 
-    assert not servers.row(settings, "one").installed
+    assert not server_table.row(settings, "one").installed
     one, two = Service(settings).install(["one", "two"], progress=Recorder())
     assert one.ok and not two.ok, (one.message, two.message)
     # each server in turn: started, its own output, finished
@@ -140,14 +140,14 @@ os.chmod(path, 0o755)
     assert ("output", "one", "added 1 package") in first
     assert all(e[1] == "one" for e in first)
     assert all(e[1] == "two" for e in seen[len(first) + 1:])
-    assert servers.row(settings, "one").installed  # the locate cache was refreshed
+    assert server_table.row(settings, "one").installed  # the locate cache was refreshed
 
 
 def test_status_rows_of_this_service_and_other_processes(tmp_path: Path) -> None:
     """The asking service's rows come from its pool (its own status file is skipped, it may be
     older); other services' and processes' from their files; a dead process's file is gone."""
-    from ipylsp.service.pool import SlotStatus
-    from ipylsp.service.statusfile import write_status
+    from ipylsp.service.runtime.pool import SlotStatus
+    from ipylsp.service.runtime.status_file import write_status
 
     settings = Settings(data_dir=tmp_path / "data")
     stale = SlotStatus("ty", tmp_path, "starting", "starting", None, 0, 0)
@@ -165,7 +165,7 @@ def test_status_rows_of_this_service_and_other_processes(tmp_path: Path) -> None
         {"server": "gone", "root": "/g", "state": "running", "detail": "", "pid": 1}
     ]}))
     own = [SlotStatus("ty", tmp_path, "running", "indexing 4/9", 11, 1, 0)]
-    table = servers.status(settings, own, own_token=7)
+    table = server_table.status(settings, own, own_token=7)
     root = len(str(tmp_path))
     this, other = "(this process)", f"(process {parent})"
     owner = max(len(this), len(other))
@@ -178,9 +178,9 @@ def test_status_rows_of_this_service_and_other_processes(tmp_path: Path) -> None
     ]
     assert not (run / "status-999999999-1.json").exists()
     assert str(table).splitlines()[-1] == "installed: " + ", ".join(
-        row.server_id for row in servers.table(settings, installed_only=True).rows
+        row.server_id for row in server_table.table(settings, installed_only=True).rows
     )
     assert repr(table) == str(table)
-    assert str(servers.status(Settings(data_dir=tmp_path / "empty"))).splitlines()[0] == (
+    assert str(server_table.status(Settings(data_dir=tmp_path / "empty"))).splitlines()[0] == (
         "no server running (servers start when a file is checked)"
     )

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from ipylsp.analysis.model import FileReport, Report, UnknownReason
 from ipylsp.analysis.report import FormatOptions, format_text
-from ipylsp.lsp import languages, locate, registry
+from ipylsp.model.diagnostics import FileReport, Report, UnknownReason
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables, languages, registry
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
 from tests.real_servers import DATA_DIR, json_diagnostics, require, workspace, write
 
 # Generous: a healthy server answers in well under a second (pyright ~2 s to start), and
@@ -364,7 +364,7 @@ def test_a_server_found_nowhere_gets_its_install_hint_not_a_crash(
     spec = registry.get("rust-analyzer")
     assert spec is not None
     settings = Settings(data_dir=tmp_path / "empty", wait_budget=BUDGET)
-    assert locate.resolve_command(spec, tmp_path / "empty") is None
+    assert executables.resolve_command(spec, tmp_path / "empty") is None
     path = write(root, "src/main.rs", "fn main() {\n    let x: i32 = \"s\";\n}\n")
     hint = registry.install_hint(spec)
     assert "rustup component add rust-analyzer" in hint
@@ -405,7 +405,7 @@ def test_pyright_missing_from_ipylsps_data_dir_gets_the_ipylsp_install_hint(
     spec = registry.get("pyright")
     assert spec is not None
     empty = tmp_path / "empty"
-    assert locate.resolve_command(spec, empty) is None, "pyright-langserver is in .venv/bin?"
+    assert executables.resolve_command(spec, empty) is None, "pyright-langserver is in .venv/bin?"
     path = write(root, "app.py", PY_BAD)
     settings = Settings(
         data_dir=empty, language_servers={"python": ("pyright",)}, wait_budget=BUDGET

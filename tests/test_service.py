@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.model import Report, UnknownReason
 from ipylsp.lsp.client import ClientError
 from ipylsp.lsp.process import descendants, running, wait_exited
-from ipylsp.service.pool import ClientPool
+from ipylsp.model.diagnostics import Report, UnknownReason
+from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.settings import Settings
+from ipylsp.service.runtime.pool import ClientPool
 from ipylsp.service.service import FileCheck, Service
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerSpec
 from tests.conftest import fake_command
 
 
@@ -374,7 +374,7 @@ def test_auto_install_runs_in_the_background_then_serves(
     workspace: Path, service_factory: list[Service], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """install_strategy = "auto": the first check says "installing", a later one is served."""
-    from ipylsp.lsp import installers, locate
+    from ipylsp.servers import executables, installers
 
     data_dir = workspace / "data"
     spec = ServerSpec(
@@ -385,7 +385,7 @@ def test_auto_install_runs_in_the_background_then_serves(
 
     def fake_install(spec: ServerSpec, data: Path, **_: object) -> installers.InstallResult:
         release.wait(30)
-        binary = locate.venv_bin(data) / "fake-lsp"
+        binary = executables.venv_bin(data) / "fake-lsp"
         binary.parent.mkdir(parents=True, exist_ok=True)
         binary.write_text("#!/bin/sh\nexec " + " ".join(fake_command()) + "\n")
         binary.chmod(0o755)
@@ -406,7 +406,7 @@ def test_auto_install_runs_in_the_background_then_serves(
     assert second.detail == "still installing (install_strategy = auto)"
     release.set()
     service._checker._installs["fake"].result(30)
-    locate.invalidate()
+    executables.invalidate()
     assert messages(service.check(path)) == [("auto.sh", 1, 1, "served")]
 
 
@@ -429,7 +429,7 @@ def test_a_server_configured_anew_runs_its_new_command_once_stopped(
 ) -> None:
     """`%config IPyLSP.servers = {...}` after a server ran: the running one is kept, and once
     stopped the new command starts (the pool's slot used to keep the old command forever)."""
-    from ipylsp.spec import ServerOverride
+    from ipylsp.model.server_spec import ServerOverride
 
     service = make(service_factory, settings(wait_budget=1.0, initialize_timeout=0.5))
     path = workspace / "again.sh"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.edits import apply, preview
-from ipylsp.lsp import registry
-from ipylsp.service.features import FeatureResult
+from ipylsp.model.edits import apply, preview
+from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
+from ipylsp.model.settings import Settings
+from ipylsp.servers import registry
+from ipylsp.service.queries import FeatureResult
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
 from tests.conftest import fake_command
 from tests.real_servers import DATA_DIR, require, workspace, write
 from tests.test_lsp_features import SHAPES as CLASSES

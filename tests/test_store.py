@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.answers import Symbol
-from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
-from ipylsp.analysis.store import Store, text_hash
-from ipylsp.analysis.store.db import VERSION, StoreUnavailable, connect
+from ipylsp.model.answers import Symbol
+from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
+from ipylsp.store import Store, text_hash
+from ipylsp.store.db import VERSION, StoreUnavailable, connect
 
 DIAGS = (
     Diagnostic(Range(Position(0, 9), Position(0, 12)), Severity.ERROR,
@@ -27,8 +27,8 @@ DIAGS = (
 )
 
 
-STORE_LOGGERS = ("ipylsp.analysis.store.db", "ipylsp.analysis.store.writer",
-                 "ipylsp.service.stored")
+STORE_LOGGERS = ("ipylsp.store.db", "ipylsp.store.writer",
+                 "ipylsp.service.cache")
 """Whose warnings a test counts: a thread another test left (a server's exit watcher) may log
 to `ipylsp` meanwhile."""
 
@@ -123,9 +123,9 @@ def run_together(script: str, argvs: list[list[str]], timeout: float
 WRITER = """
 import sys
 from pathlib import Path
-from ipylsp.analysis.answers import Symbol
-from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
-from ipylsp.analysis.store import Store
+from ipylsp.model.answers import Symbol
+from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
+from ipylsp.store import Store
 d = (Diagnostic(Range(Position(0, 0), Position(0, 1)), Severity.ERROR, "m", "s", "c", "srv"),)
 store = Store(Path(sys.argv[1]))
 sys.stdin.readline()  # both processes start writing together
@@ -222,7 +222,7 @@ def test_a_directory_at_the_store_path_is_never_moved(tmp_path: Path) -> None:
 OPENER = """
 import sys
 from pathlib import Path
-from ipylsp.analysis.store.db import connect
+from ipylsp.store.db import connect
 sys.stdin.readline()  # both processes open the corrupt file together
 conn = connect(Path(sys.argv[1]))
 conn.execute("INSERT INTO answers (path, text_hash, server, kind, payload, written_at, used_at)"
@@ -271,7 +271,7 @@ def test_no_open_overlaps_a_rebuild_moving_the_file_aside(tmp_path: Path) -> Non
     found by a review). Opens wait for the lock; a negative window, never a false failure."""
     import threading
 
-    from ipylsp.analysis.store import db
+    from ipylsp.store import db
 
     path = tmp_path / "store.sqlite3"
     opened = threading.Event()

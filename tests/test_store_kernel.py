@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.store.db import VERSION
-from ipylsp.lsp import locate
+from ipylsp.servers import executables
+from ipylsp.store.db import VERSION
 from tests.fixtures.lsp_tap import methods_about as wire
 from tests.fixtures.lsp_tap import tapped
 from tests.real_servers import DATA_DIR, require
@@ -26,7 +26,7 @@ V2 = "x: int = 1\nprint(undefined_a)\nprint(undefined_b)\n"
 
 
 def configure(kernel: Kernel, log: Path, *, store: bool) -> None:
-    command = locate.resolve(require("ty"), DATA_DIR).command
+    command = executables.resolve(require("ty"), DATA_DIR).command
     assert command is not None
     for line in (
         "%load_ext ipylsp",

@@ -12,13 +12,13 @@ from typing import Any, cast
 
 import pytest
 
-from ipylsp.analysis.model import UnknownReason
 from ipylsp.analysis.report import FormatOptions, format_text, to_json
-from ipylsp.analysis.store.db import VERSION
-from ipylsp.lsp import locate
+from ipylsp.model.diagnostics import UnknownReason
+from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
-from ipylsp.spec import InstallRecipe, ServerOverride, ServerSpec
+from ipylsp.store.db import VERSION
 from tests.conftest import fake_command
 from tests.fixtures.lsp_tap import methods_about as wire
 from tests.fixtures.lsp_tap import tapped
@@ -49,7 +49,7 @@ def ty_settings(store: Path | None, *, command: tuple[str, ...] = ()) -> Setting
 
 def tapped_ty(log: Path) -> tuple[str, ...]:
     spec = require("ty")
-    command = locate.resolve(spec, DATA_DIR).command
+    command = executables.resolve(spec, DATA_DIR).command
     assert command is not None
     return tuple(tapped(log, command))
 
@@ -293,7 +293,7 @@ def test_a_store_another_process_keeps_locked_holds_no_check_up(
     answers meanwhile, and what it gave is written once the lock goes: nothing lost."""
     import sqlite3
 
-    from ipylsp.analysis.store import Store
+    from ipylsp.store import Store
 
     store = tmp_path / "locked.sqlite3"
     holder = sqlite3.connect(store, isolation_level=None)
@@ -359,7 +359,7 @@ def test_a_file_whose_name_is_not_utf8_is_checked_with_the_store_on(tmp_path: Pa
     with Service(fake_shell(store=store)) as live:
         report = live.check(path, before="echo hi\n")
     assert [d.message for f in report.files for d in f.diagnostics] == ["boom"], report
-    from ipylsp.analysis.store import Store
+    from ipylsp.store import Store
 
     reader = Store(store)
     try:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ipylsp.analysis import syntax
-from ipylsp.analysis.model import Diagnostic, Severity
 from ipylsp.analysis.syntax import offset_to_position, strip_jsonc, syntax_diagnostics
+from ipylsp.model.diagnostics import Diagnostic, Severity
 
 HAS_TOML = importlib.util.find_spec("tomllib") is not None or (
     importlib.util.find_spec("tomli") is not None

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ipylsp.model.settings import WORKSPACE_MARKERS, Settings
 from ipylsp.service.service import Service
-from ipylsp.settings import WORKSPACE_MARKERS, Settings
 from tests.test_ipython_kernel import TY_RUFF, Kernel, kernel_dir_for
 
 pytestmark = pytest.mark.timeout(180)
@@ -35,7 +35,7 @@ def marked(tmp_path: Path) -> Path:
 
 def test_default_markers_are_the_settings() -> None:
     from ipylsp.config import IPyLSP
-    from ipylsp.lsp import roots
+    from ipylsp.servers import roots
 
     assert roots.WORKSPACE_MARKERS is WORKSPACE_MARKERS
     assert Settings().workspace_markers == WORKSPACE_MARKERS

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from ipylsp.agent.toolbox import Toolbox
-    from ipylsp.settings import Settings
+    from ipylsp.model.settings import Settings
 
 log = logging.getLogger(__name__)
 

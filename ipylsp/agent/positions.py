@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ipylsp.agent.errors import ToolError
-from ipylsp.analysis.positions import split_lines
+from ipylsp.model.positions import split_lines
 
 MAX_LINE_SHOWN = 160
 

@@ -17,8 +17,8 @@ from ipylsp.agent import positions
 from ipylsp.agent.errors import ToolError
 from ipylsp.agent.registry import Arguments
 from ipylsp.agent.text import fit, symbol_line
-from ipylsp.analysis.answers import Symbol
 from ipylsp.analysis.naturalsort import natural_key
+from ipylsp.model.answers import Symbol
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
@@ -179,7 +179,7 @@ def _in_outlines(box: Toolbox, symbols: Sequence[Symbol], wanted: str) -> list[S
 def one_file_per_language(box: Toolbox) -> list[Path]:
     """A file of each language in the workspace, to choose the servers a workspace-wide
     symbol search asks: files ipylsp has checked first, then a bounded walk of the root."""
-    from ipylsp.lsp import languages
+    from ipylsp.servers import languages
 
     chosen: dict[str, Path] = {}
     for path in _candidates(box):

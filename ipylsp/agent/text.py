@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ipylsp.agent.workspace import Workspace
-from ipylsp.analysis.answers import Location, Symbol
+from ipylsp.model.answers import Location, Symbol
 
 MAX_SOURCE_LINE = 120
 """Characters of a source line shown after a location."""

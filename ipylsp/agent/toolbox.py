@@ -15,7 +15,7 @@ from ipylsp.agent.result import ToolResult
 from ipylsp.agent.workspace import Workspace
 
 if TYPE_CHECKING:
-    from ipylsp.service.features import FeatureFailure, FeatureResult
+    from ipylsp.service.queries import FeatureFailure, FeatureResult
     from ipylsp.service.service import Service
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class Toolbox:
     @property
     def service(self) -> Service:
         if self._service is None:
-            from ipylsp.service.shared import get_service
+            from ipylsp.service.runtime.process_wide import get_service
 
             self._service = get_service()
         return self._service

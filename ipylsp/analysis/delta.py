@@ -86,8 +86,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ipylsp.analysis.model import Diagnostic, Range
 from ipylsp.analysis.textdiff import LineMap, split_lines
+from ipylsp.model.diagnostics import Diagnostic, Range
 
 __all__ = ["Delta", "compute_delta", "identity", "normalize_message", "remap_range"]
 

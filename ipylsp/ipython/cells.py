@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ipylsp.analysis.model import Report, UnknownReason
+from ipylsp.model.diagnostics import Report, UnknownReason
 
 if TYPE_CHECKING:
     from ipylsp.service.cells import CellSession

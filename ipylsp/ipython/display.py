@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ipylsp.config import IPyLSP
 
 if TYPE_CHECKING:  # imported on first use: `%load_ext` stays cheap
-    from ipylsp.analysis.model import Report
     from ipylsp.analysis.report import FormatOptions
+    from ipylsp.model.diagnostics import Report
 
 
 def options_for(config: IPyLSP, **overrides: Any) -> FormatOptions:

@@ -16,7 +16,7 @@ from ipylsp.config import IPyLSP
 from ipylsp.ipython.cells import CellHook, RanCell, combined, ran_cell
 from ipylsp.ipython.display import CellReport
 from ipylsp.ipython.watch import Write, WriteWatcher
-from ipylsp.lsp import roots
+from ipylsp.servers import roots
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -53,7 +53,7 @@ class CellChecks:
         """The process-wide service, made on first use: `%load_ext` imports none of the
         service's machinery (a notebook that writes nothing pays nothing for it)."""
         if self._service is None:
-            from ipylsp.service.shared import get_service
+            from ipylsp.service.runtime.process_wide import get_service
 
             service = get_service(self.config.to_settings())
             service.configure(**_settings_changes(self.config))

@@ -171,7 +171,7 @@ class LspMagics(Magics):
         return TextView(str(self.checks.service.servers(installed_only=args.installed)))
 
     def _which(self, args: argparse.Namespace) -> TextView:
-        from ipylsp.service.servers import UnknownServer
+        from ipylsp.service.admin.server_table import UnknownServer
 
         try:
             return TextView(self.checks.service.which(args.id).which())
@@ -278,7 +278,7 @@ class LspMagics(Magics):
         info = self.checks.service.store_info(clear=args.action == "clear")
         if info.get("problem"):
             return TextView(f"the store cannot be used: {info['problem']}")
-        from ipylsp.service.stored import STORE_OFF, store_summary
+        from ipylsp.service.cache import STORE_OFF, store_summary
 
         if info.get("path") is None:
             return TextView(STORE_OFF)

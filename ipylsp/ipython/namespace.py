@@ -24,7 +24,7 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ipylsp.analysis.cells.locate import Kernel
+from ipylsp.analysis.cells.attribution import Kernel
 from ipylsp.service.cells import KernelView
 
 ALWAYS_BOUND = frozenset({"display", "get_ipython", "In", "Out", "exit", "quit"})

@@ -6,11 +6,11 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from ipylsp.service.servers import InstallProgress
+from ipylsp.service.admin.server_table import InstallProgress
 
 if TYPE_CHECKING:
-    from ipylsp.lsp.installers import InstallResult
-    from ipylsp.spec import ServerSpec
+    from ipylsp.model.server_spec import ServerSpec
+    from ipylsp.servers.installers import InstallResult
 
 
 class ProgressLine:

@@ -9,9 +9,9 @@ Decisions:
 - **Binary** means a NUL byte in the first 8 KiB (git's and grep's heuristic). UTF-16 and UTF-32
   files therefore count as binary; no language server here reads them.
 - **Text** is decoded as UTF-8 with ``errors="replace"``: the service decodes the same way
-  (``ipylsp.service.baseline.decode``), language servers need valid Unicode, and a Latin-1 file
-  keeps one character per byte, so the columns of its diagnostics still line up. Undecodable
-  UTF-8 is not treated as binary.
+  (``ipylsp.service.check.before_text.decode``), language servers need valid Unicode, and a
+  Latin-1 file keeps one character per byte, so the columns of its diagnostics still line up.
+  Undecodable UTF-8 is not treated as binary.
 """
 
 from __future__ import annotations

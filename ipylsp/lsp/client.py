@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ipylsp.analysis.model import Diagnostic, UnknownReason
-from ipylsp.analysis.positions import Encoding
 from ipylsp.lsp.convert import to_diagnostics
 from ipylsp.lsp.diagnostics import VERSIONLESS_SETTLE, DiagnosticsWaiter
 from ipylsp.lsp.documents import DocumentTable, path_to_uri
@@ -40,7 +38,9 @@ from ipylsp.lsp.jsonrpc import (
 from ipylsp.lsp.process import ServerProcess, spawn
 from ipylsp.lsp.server_requests import STATIC_PULL, Progress, ServerHandlers
 from ipylsp.lsp.sync import DocumentSync
-from ipylsp.spec import ServerSpec
+from ipylsp.model.diagnostics import Diagnostic, UnknownReason
+from ipylsp.model.positions import Encoding
+from ipylsp.model.server_spec import ServerSpec
 
 __all__ = [  # the client's API, wherever it is defined
     "FILE_CHANGED", "FILE_CREATED", "FILE_DELETED", "STATIC_PULL", "VERSIONLESS_SETTLE",

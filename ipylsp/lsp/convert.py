@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ipylsp.analysis.model import Diagnostic, Position, Range, Severity
-from ipylsp.analysis.positions import Encoding, LineIndex
+from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
+from ipylsp.model.positions import Encoding, LineIndex
 
 MAX_MESSAGE_CHARS = 2000
 

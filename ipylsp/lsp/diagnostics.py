@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ipylsp.analysis.model import UnknownReason
 from ipylsp.lsp.documents import OpenDocument
 from ipylsp.lsp.errors import ClientError
 from ipylsp.lsp.jsonrpc import ConnectionLost, Endpoint, RequestTimeout, ResponseError
 from ipylsp.lsp.server_requests import ServerHandlers
+from ipylsp.model.diagnostics import UnknownReason
 
 VERSIONLESS_SETTLE = 0.2
 """Seconds without a new push after which a versionless push counts as the last for a change."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ipylsp.analysis.positions import LineIndex
+from ipylsp.model.positions import LineIndex
 
 
 @functools.lru_cache(maxsize=8192)

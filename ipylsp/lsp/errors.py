@@ -3,7 +3,7 @@ failure, whichever module noticed it, reaches the service as a reason it can rep
 
 from __future__ import annotations
 
-from ipylsp.analysis.model import UnknownReason
+from ipylsp.model.diagnostics import UnknownReason
 
 
 class ClientError(Exception):

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ipylsp.analysis.positions import Encoding, choose_encoding
 from ipylsp.lsp import capabilities as caps
 from ipylsp.lsp.jsonrpc import Endpoint, ResponseError
-from ipylsp.spec import ServerSpec
+from ipylsp.model.positions import Encoding, choose_encoding
+from ipylsp.model.server_spec import ServerSpec
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ipylsp.analysis.model import UnknownReason
 from ipylsp.lsp.errors import ClientError
+from ipylsp.model.diagnostics import UnknownReason
 
 if TYPE_CHECKING:
     from types import ModuleType

@@ -15,7 +15,7 @@ from typing import Any
 from ipylsp.lsp import capabilities as caps
 from ipylsp.lsp.documents import DocumentTable, Push, path_to_uri, uri_to_path
 from ipylsp.lsp.jsonrpc import Endpoint
-from ipylsp.spec import ServerSpec
+from ipylsp.model.server_spec import ServerSpec
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ipylsp.analysis.model import UnknownReason
 from ipylsp.lsp import capabilities as caps
 from ipylsp.lsp.documents import DocumentTable, OpenDocument, path_to_uri
 from ipylsp.lsp.errors import ClientError
+from ipylsp.model.diagnostics import UnknownReason
 
 Send = Callable[[str, Any], Awaitable[None]]
 """Sends one notification to the server (raising `ClientError` when it is gone)."""

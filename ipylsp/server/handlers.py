@@ -86,8 +86,8 @@ class StatusHandler(IPyLSPHandler):
         self.reply(await asyncio.to_thread(self._status))
 
     def _status(self) -> dict[str, Any]:
-        from ipylsp.lsp.locate import data_dir
-        from ipylsp.service.statusfile import read_errors
+        from ipylsp.servers.executables import data_dir
+        from ipylsp.service.runtime.status_file import read_errors
 
         service = self.state.service
         table = service.servers_status()

@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 from ipylsp.agent.toolbox import Toolbox
+from ipylsp.model.settings import Settings
 from ipylsp.service.service import Service
-from ipylsp.settings import Settings
 
 _lock = threading.Lock()
 _current: ServerState | None = None

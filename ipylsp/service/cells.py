@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+from ipylsp.analysis.cells.attribution import UNUSED_IMPORT, Kernel, by_cell
 from ipylsp.analysis.cells.document import (
     IDENTIFIED,
     Cell,
@@ -35,13 +36,12 @@ from ipylsp.analysis.cells.document import (
     make_cell,
     unbound_loads,
 )
-from ipylsp.analysis.cells.locate import UNUSED_IMPORT, Kernel, by_cell
-from ipylsp.analysis.model import FileReport, Report, Unknown, UnknownReason
-from ipylsp.lsp import roots
 from ipylsp.lsp.procfs import running
+from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason
+from ipylsp.model.settings import WORKSPACE_MARKERS
 from ipylsp.private import NotPrivate, fresh_dir, seal
-from ipylsp.service.batch import FileCheck
-from ipylsp.settings import WORKSPACE_MARKERS
+from ipylsp.servers import roots
+from ipylsp.service.check.batch import FileCheck
 
 
 class Checks(Protocol):
@@ -210,7 +210,7 @@ def _key(cell_id: str | None, source: str) -> str:
 
 def _cells_parent(private_parent: Path | None) -> Path:
     if private_parent is None:
-        from ipylsp.lsp.locate import data_dir
+        from ipylsp.servers.executables import data_dir
 
         private_parent = data_dir()
     return private_parent / "cells"

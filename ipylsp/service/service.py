@@ -17,23 +17,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ipylsp.analysis.model import Report, UnknownReason
 from ipylsp.analysis.report import FormatOptions
 from ipylsp.lsp.jsonrpc import deadline_scope
-from ipylsp.service import batch, cleanup
-from ipylsp.service.batch import FileCheck
+from ipylsp.model.diagnostics import Report, UnknownReason
+from ipylsp.model.settings import Settings
+from ipylsp.service.admin.control import HANDOVER_MARGIN, ServerControl
+from ipylsp.service.cache import Answers, clear_store, store_file, store_info, stored_report
 from ipylsp.service.cells import CellSession
-from ipylsp.service.checker import Checker
-from ipylsp.service.control import HANDOVER_MARGIN, ServerControl
-from ipylsp.service.features import PROVIDERS, FeatureResult, request_feature
-from ipylsp.service.late import LateAnswers
-from ipylsp.service.loop import BackgroundLoop, LoopTimeout
-from ipylsp.service.pending import PendingChannel
-from ipylsp.service.pool import ClientPool, SlotStatus
-from ipylsp.service.reports import common_root, error_count, failed_files, known_report
-from ipylsp.service.stored import Answers, clear_store, store_file, store_info, stored_report
-from ipylsp.service.subscribers import ReportSink, Subscriber
-from ipylsp.settings import Settings
+from ipylsp.service.check import batch
+from ipylsp.service.check.batch import FileCheck
+from ipylsp.service.check.file_reports import common_root, error_count, failed_files, known_report
+from ipylsp.service.check.files import Checker
+from ipylsp.service.check.late_answers import LateAnswers
+from ipylsp.service.outputs.pending import PendingChannel
+from ipylsp.service.outputs.subscribers import ReportSink, Subscriber
+from ipylsp.service.queries import PROVIDERS, FeatureResult, request_feature
+from ipylsp.service.runtime import cleanup
+from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
+from ipylsp.service.runtime.pool import ClientPool, SlotStatus
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +180,7 @@ class Service(ServerControl):
         """The notebook's executed cells, checked as one in-memory document (`cells.py`)."""
         with self._lock:
             if self._cells is None:
-                from ipylsp.lsp.locate import data_dir
+                from ipylsp.servers.executables import data_dir
 
                 self._cells = CellSession(self, cap=self._settings.cell_history,
                                           markers=self._settings.workspace_markers,
@@ -267,8 +268,8 @@ class Service(ServerControl):
 
     def _publish_status(self, rows: list[SlotStatus] | None = None) -> None:
         """Let `ipylsp status` in another process see this process's servers."""
-        from ipylsp.lsp.locate import data_dir
-        from ipylsp.service.statusfile import write_status
+        from ipylsp.servers.executables import data_dir
+        from ipylsp.service.runtime.status_file import write_status
 
         with contextlib.suppress(Exception):  # the report is ready: never fail the caller here
             write_status(
@@ -386,8 +387,8 @@ class Service(ServerControl):
         self._answers.close()
         if self._cells is not None:
             self._cells.close()
-        from ipylsp.lsp.locate import data_dir
-        from ipylsp.service.statusfile import remove_status
+        from ipylsp.servers.executables import data_dir
+        from ipylsp.service.runtime.status_file import remove_status
 
         remove_status(data_dir(self._settings), id(self))
 

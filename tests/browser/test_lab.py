@@ -198,7 +198,8 @@ def test_cuts_unknown_servers_and_notes_say_what_text_plain_says(lab: Lab, page:
     """A report with a cut (`... and N more`), a file-level and a check-level UNKNOWN server,
     a note and a fixed line (the model's own formatter makes the bundle): the renderer shows
     each as the text/plain line of the same bundle."""
-    from ipylsp.analysis.model import (
+    from ipylsp.analysis.report import MIME_TYPE, FormatOptions, mime_bundle
+    from ipylsp.model.diagnostics import (
         Diagnostic,
         FileReport,
         Position,
@@ -208,7 +209,6 @@ def test_cuts_unknown_servers_and_notes_say_what_text_plain_says(lab: Lab, page:
         Unknown,
         UnknownReason,
     )
-    from ipylsp.analysis.report import MIME_TYPE, FormatOptions, mime_bundle
 
     def diag(line: int, message: str) -> Diagnostic:
         where = Range(Position(line, 4), Position(line, 8))

@@ -13,8 +13,8 @@ from ipylsp.agent.registry import PATH, POSITION, Arguments, tool
 from ipylsp.agent.result import ToolResult
 from ipylsp.agent.targets import target
 from ipylsp.agent.text import fit
-from ipylsp.analysis.answers import CodeAction
-from ipylsp.analysis.edits import EditConflict, TextEdit, preview
+from ipylsp.model.answers import CodeAction
+from ipylsp.model.edits import EditConflict, TextEdit, preview
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ipylsp.agent.errors import ToolError
 from ipylsp.agent.registry import PATH, SEVERITY, Arguments, tool
 from ipylsp.agent.result import ToolResult
-from ipylsp.analysis.model import Report
+from ipylsp.model.diagnostics import Report
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
@@ -71,7 +71,7 @@ def _servers(report: Report) -> str:
 
 
 def _require_language(box: Toolbox, path: Path) -> None:
-    from ipylsp.lsp import languages
+    from ipylsp.servers import languages
 
     if languages.language_id(path) is None:
         raise ToolError(
@@ -149,7 +149,7 @@ def lsp_check_cell(box: Toolbox, args: Arguments) -> ToolResult:
     },
 )
 def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
-    from ipylsp.service.batch import FileCheck
+    from ipylsp.service.check.batch import FileCheck
 
     service = box.service
     if args.get("cached"):

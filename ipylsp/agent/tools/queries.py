@@ -20,11 +20,11 @@ from ipylsp.agent.text import (
     symbol_data,
     symbol_line,
 )
-from ipylsp.analysis.answers import Symbol
+from ipylsp.model.answers import Symbol
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
-    from ipylsp.service.features import FeatureResult
+    from ipylsp.service.queries import FeatureResult
 
 MAX_COMPLETIONS = 20
 _AT = "Point at it with `path` + `line` + `symbol` (or `column`), or a `symbol` name alone."

@@ -42,7 +42,6 @@ Modules: `selection` (options, filter, order, caps), `merge` (one problem, one l
 
 from __future__ import annotations
 
-from ipylsp.analysis.model import Report
 from ipylsp.analysis.report.budget import select
 from ipylsp.analysis.report.lines import MAX_MESSAGE as MAX_MESSAGE
 from ipylsp.analysis.report.lines import check_unknown_line as check_unknown_line
@@ -56,6 +55,7 @@ from ipylsp.analysis.report.schema import SCHEMA, to_json
 from ipylsp.analysis.report.schema import diagnostic_json as diagnostic_json
 from ipylsp.analysis.report.selection import FileView, FormatOptions
 from ipylsp.analysis.report.text import format_text
+from ipylsp.model.diagnostics import Report
 
 __all__ = [
     "MIME_TYPE",

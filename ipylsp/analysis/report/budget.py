@@ -11,7 +11,6 @@ go, and a file's block closes.
 
 from __future__ import annotations
 
-from ipylsp.analysis.model import Report
 from ipylsp.analysis.report.lines import render
 from ipylsp.analysis.report.merge import Row
 from ipylsp.analysis.report.selection import (
@@ -22,6 +21,7 @@ from ipylsp.analysis.report.selection import (
     priority,
     views,
 )
+from ipylsp.model.diagnostics import Report
 
 
 def text_size(

@@ -12,9 +12,16 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 
-from ipylsp.analysis.model import Diagnostic, FileReport, Report, Severity, Unknown, UnknownReason
 from ipylsp.analysis.report.merge import Row, merge
 from ipylsp.analysis.report.selection import FileView, FormatOptions
+from ipylsp.model.diagnostics import (
+    Diagnostic,
+    FileReport,
+    Report,
+    Severity,
+    Unknown,
+    UnknownReason,
+)
 
 MAX_MESSAGE = 1000
 """Characters of any one server string shown in text/plain and HTML (the JSON keeps it whole)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 
-from ipylsp.analysis.model import Report, Severity
 from ipylsp.analysis.report.budget import select
 from ipylsp.analysis.report.lines import (
     MAX_MESSAGE,
@@ -26,6 +25,7 @@ from ipylsp.analysis.report.lines import (
 )
 from ipylsp.analysis.report.merge import Row
 from ipylsp.analysis.report.selection import FileView, FormatOptions
+from ipylsp.model.diagnostics import Report, Severity
 
 _COLORS = {
     Severity.ERROR: "#d32f2f",

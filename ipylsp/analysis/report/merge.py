@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ipylsp.analysis.model import Diagnostic
+from ipylsp.model.diagnostics import Diagnostic
 
 SAME_PROBLEM: tuple[frozenset[str], ...] = (
     # an undefined name: ty, ruff, pyright/basedpyright, pyrefly

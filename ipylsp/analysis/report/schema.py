@@ -11,10 +11,10 @@ import datetime
 import time
 from collections.abc import Iterable, Sequence
 
-from ipylsp.analysis.model import Cached, Diagnostic, Report, Severity, Unknown
 from ipylsp.analysis.report.budget import select
 from ipylsp.analysis.report.merge import merge
 from ipylsp.analysis.report.selection import FileView, FormatOptions, cap
+from ipylsp.model.diagnostics import Cached, Diagnostic, Report, Severity, Unknown
 
 SCHEMA = "ipylsp.diagnostics/1"
 

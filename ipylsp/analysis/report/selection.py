@@ -17,12 +17,12 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ipylsp.analysis.model import Diagnostic, FileReport, Report, Severity, Unknown
 from ipylsp.analysis.naturalsort import natural_key
 from ipylsp.analysis.report.merge import Row, merge
+from ipylsp.model.diagnostics import Diagnostic, FileReport, Report, Severity, Unknown
 
 if TYPE_CHECKING:
-    from ipylsp.settings import Settings, SeverityFilter
+    from ipylsp.model.settings import Settings, SeverityFilter
 
 _SEVERITIES: dict[str, frozenset[Severity]] = {
     "error": frozenset({Severity.ERROR}),

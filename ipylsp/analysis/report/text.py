@@ -7,11 +7,11 @@ shows them escaped).
 
 from __future__ import annotations
 
-from ipylsp.analysis.model import Report
 from ipylsp.analysis.report.budget import select
 from ipylsp.analysis.report.lines import check_unknown_line as check_unknown_line
 from ipylsp.analysis.report.lines import render
 from ipylsp.analysis.report.selection import FileView, FormatOptions
+from ipylsp.model.diagnostics import Report
 
 
 def format_text(

@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ipylsp.analysis.model import Diagnostic
 from ipylsp.analysis.syntax.common import MAX_DIAGNOSTICS, SERVER_ID, SOURCE
 from ipylsp.analysis.syntax.common import Checker as Checker
 from ipylsp.analysis.syntax.common import offset_to_position as offset_to_position
@@ -46,6 +45,7 @@ from ipylsp.analysis.syntax.data import strip_jsonc as strip_jsonc
 from ipylsp.analysis.syntax.data import toml_module as _toml_module
 from ipylsp.analysis.syntax.data import yaml_module as _yaml_module
 from ipylsp.analysis.syntax.python import check_python
+from ipylsp.model.diagnostics import Diagnostic
 
 __all__ = ["MAX_DIAGNOSTICS", "MAX_SIZE", "SERVER_ID", "SOURCE", "syntax_diagnostics"]
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ipylsp.analysis.model import Diagnostic, Range, Severity
+from ipylsp.model.diagnostics import Diagnostic, Range, Severity
 
 SOURCE = "ipylsp-syntax"
 SERVER_ID = "syntax"

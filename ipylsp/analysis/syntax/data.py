@@ -11,9 +11,9 @@ import json
 import re
 from typing import Any
 
-from ipylsp.analysis.model import Diagnostic
-from ipylsp.analysis.positions import split_lines
 from ipylsp.analysis.syntax.common import BOM, MAX_DIAGNOSTICS, offset_to_position, point
+from ipylsp.model.diagnostics import Diagnostic
+from ipylsp.model.positions import split_lines
 
 # --- JSON ----------------------------------------------------------------------------------
 

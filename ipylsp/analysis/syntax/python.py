@@ -11,8 +11,6 @@ import functools
 import re
 import warnings
 
-from ipylsp.analysis.model import Diagnostic, Range, Severity
-from ipylsp.analysis.positions import split_lines
 from ipylsp.analysis.syntax.common import (
     BOM,
     MAX_DIAGNOSTICS,
@@ -20,6 +18,8 @@ from ipylsp.analysis.syntax.common import (
     offset_to_position,
     point,
 )
+from ipylsp.model.diagnostics import Diagnostic, Range, Severity
+from ipylsp.model.positions import split_lines
 
 
 def _python_position(error: SyntaxError, lines: list[str]) -> tuple[int, int, int, int]:

@@ -1,0 +1,153 @@
+"""The pending channel: problems introduced by writes and not yet handed to the caller.
+
+Every check feeds it; `take()` hands over a capped part of it and forgets exactly what it
+handed over: what the caps (or the caller's character budget) cut stays pending for the next
+call, so a hand-over that says `... and 23 more pending` keeps those 23. The newest writes
+come first. An entry is keyed without its range (severity, code, source, server, message) so
+that a problem reported in one cell and moved by the next is one problem, not two; its
+position is refreshed from the file's latest diagnostics at hand-over, and entries the file
+no longer has are dropped (they are no longer problems).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+from pathlib import Path
+
+from ipylsp.analysis.report import FormatOptions, select
+from ipylsp.model.diagnostics import Diagnostic, FileReport, Report
+
+MAX_PER_FILE = 10
+MAX_TOTAL = 30
+
+Identity = tuple[int, str | None, str | None, str, str]
+
+
+def _identity(diagnostic: Diagnostic) -> Identity:
+    return (
+        diagnostic.severity.value,
+        diagnostic.code,
+        diagnostic.source,
+        diagnostic.server_id,
+        " ".join(diagnostic.message.split()),
+    )
+
+
+class PendingChannel:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[Path, collections.Counter[Identity]] = {}
+        self._latest: dict[Path, FileReport] = {}
+        self._written: dict[Path, tuple[int, int]] = {}  # (check, place in it): newest first
+        self._clock = itertools.count()
+
+    def record(self, report: Report) -> None:
+        """Add what a check introduced; drop what it fixed; remember each file's latest state."""
+        with self._lock:
+            check = next(self._clock)
+            for place, file in enumerate(report.files):
+                counter = self._pending.setdefault(file.path, collections.Counter())
+                counter.update(_identity(d) for d in file.diagnostics)
+                counter.subtract(_identity(d) for d in file.fixed)
+                self._pending[file.path] = +counter
+                self._written[file.path] = (check, place)
+                if not self._pending[file.path]:  # nothing pending: forget the file entirely
+                    self._forget(file.path)
+                elif file.unknown == () or file.current:
+                    self._latest[file.path] = file
+
+    def take(
+        self,
+        *,
+        max_per_file: int = MAX_PER_FILE,
+        max_total: int = MAX_TOTAL,
+        options: FormatOptions | None = None,
+    ) -> tuple[Report, int]:
+        """(the hand-over, how many problems are still pending after it).
+
+        The hand-over holds the newest writes first, each file's problems errors first, at most
+        `max_per_file` per file and `max_total` in all. With `options`, it is further cut to
+        what a report rendered with them shows (their severity filter, caps and character
+        budget): the caller renders it without a budget of its own and shows all of it. Only
+        what is handed over is forgotten; the rest waits for the next call.
+        """
+        with self._lock:
+            offered = self._offer(max_per_file, max_total)
+            if options is not None:
+                offered = _shown(offered, options) or offered  # (nothing fits: all of it)
+            for file in offered.files:
+                counter = self._pending[file.path]
+                counter.subtract(_identity(d) for d in file.diagnostics)
+                self._pending[file.path] = +counter
+                if not self._pending[file.path]:
+                    self._forget(file.path)
+            remaining = sum(sum(c.values()) for c in self._pending.values())
+        return offered, remaining
+
+    def _offer(self, max_per_file: int, max_total: int) -> Report:
+        """The next hand-over (nothing forgotten yet); stale entries are dropped on the way."""
+
+        def newest_first(path: Path) -> tuple[int, int]:  # a batch keeps its own order
+            check, place = self._written.get(path, (-1, 0))
+            return (-check, place)
+
+        files: list[FileReport] = []
+        budget = max_total
+        for path in sorted(self._pending, key=newest_first):
+            counter = self._pending[path]
+            file = self._latest.get(path)
+            chosen: list[Diagnostic] = []
+            if file is not None:
+                remaining = collections.Counter(counter)
+                for diagnostic in sorted(file.current, key=Diagnostic.sort_key):
+                    key = _identity(diagnostic)
+                    if remaining[key] > 0:
+                        remaining[key] -= 1
+                        chosen.append(diagnostic)
+            if not chosen:  # the file no longer has any of them
+                self._forget(path)
+                continue
+            self._pending[path] = collections.Counter(_identity(d) for d in chosen)
+            keep = min(len(chosen), max_per_file, budget)
+            budget -= keep
+            if keep and file is not None:
+                files.append(
+                    FileReport(
+                        path=path,
+                        display_path=file.display_path,
+                        diagnostics=tuple(chosen[:keep]),
+                        current=file.current,
+                        servers=file.servers,
+                    )
+                )
+        return Report(files=tuple(files))
+
+    def _forget(self, path: Path) -> None:
+        self._pending.pop(path, None)
+        self._latest.pop(path, None)
+        self._written.pop(path, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(sum(c.values()) for c in self._pending.values())
+
+
+def _shown(report: Report, options: FormatOptions) -> Report | None:
+    """The part of `report` that a rendering with `options` shows (every format shows the same
+    selection), as a report of its own; None when that is nothing."""
+    files = []
+    for view in select(report, options):
+        shown = view.shown
+        if shown:
+            files.append(
+                FileReport(
+                    path=view.file.path,
+                    display_path=view.file.display_path,
+                    diagnostics=shown,
+                    current=view.file.current,
+                    servers=view.file.servers,
+                )
+            )
+    return Report(files=tuple(files)) if files else None

@@ -1,0 +1,297 @@
+"""Clients keyed by (server id, workspace root): lazy single-flight starts, crash restarts with
+backoff, a broken set, and an idle reaper.
+
+A wedged server must cost the kernel at most one wait budget: a start that outlives a check's
+budget keeps running in the background, and later checks answer "still starting" at once; a
+start that fails, or a server that gives no answer at all in `max_timeouts` checks in a row
+while reporting no progress, is marked broken until `restart`. Nothing a check awaits here
+stops a process: dead, wedged and broken clients are stopped in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ipylsp.lsp.client import ClientError, ClientState, LanguageClient
+from ipylsp.model.diagnostics import UnknownReason
+from ipylsp.model.server_spec import ServerSpec
+from ipylsp.model.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, Path]
+
+BRIEF_CHECK: contextvars.ContextVar[bool] = contextvars.ContextVar("brief_check", default=False)
+"""Set by a check that chose to wait less than the budget (a cell's first check while servers
+start): a start it does not see finish has not outlived a budget, and later checks still wait
+for it."""
+
+
+@dataclass
+class Slot:
+    """Everything the pool knows about one (server, root)."""
+
+    spec: ServerSpec
+    root: Path
+    command: tuple[str, ...]
+    client: LanguageClient | None = None
+    starting: asyncio.Task[LanguageClient] | None = None
+    start_began: float = 0.0
+    start_outlived_budget: bool = False
+    broken: str | None = None
+    crashes: int = 0
+    last_crash: float = 0.0
+    timeouts: int = 0
+    reported: set[str] = field(default_factory=set)
+    checks: int = 0
+    """Checks using the slot right now; answers nobody waits for any more hold back meanwhile."""
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set while `checks` is 0."""
+
+    def enter_check(self) -> None:
+        self.checks += 1
+        self.idle.clear()
+
+    def leave_check(self) -> None:
+        self.checks -= 1
+        if self.checks <= 0:
+            self.checks = 0
+            self.idle.set()
+
+
+@dataclass(frozen=True, slots=True)
+class SlotStatus:
+    server_id: str
+    root: Path
+    state: str
+    detail: str
+    pid: int | None
+    open_documents: int
+    crashes: int
+
+
+class ClientPool:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._slots: dict[Key, Slot] = {}
+        self._reaper: asyncio.Task[None] | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    def _stop_later(self, client: LanguageClient) -> None:
+        """Stop a client off the check's path (shutdown, grace, kill take seconds)."""
+        task = asyncio.get_running_loop().create_task(client.stop())
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    # -- acquiring ----------------------------------------------------------------------------
+
+    def find(self, server_id: str, root: Path) -> Slot | None:
+        return self._slots.get((server_id, root))
+
+    def add(self, spec: ServerSpec, root: Path, command: tuple[str, ...]) -> Slot:
+        """A new slot; `spec` is final here (overrides and Python environment applied)."""
+        slot = self._slots[(spec.id, root)] = Slot(spec=spec, root=root, command=command)
+        return slot
+
+    async def acquire(
+        self, slot: Slot, deadline: float, *, patient: bool = False
+    ) -> LanguageClient:
+        """A running client for the slot, started or restarted as needed; `ClientError` else.
+
+        `patient`: wait for a start that already outlived an earlier budget (an explicit
+        `start`), instead of answering "still starting" at once as checks do."""
+        self._ensure_reaper()
+        if slot.broken is not None:
+            raise ClientError(UnknownReason.BROKEN, slot.broken)
+        client = slot.client
+        if client is not None and client.alive:
+            return client
+        if client is not None and slot.starting is None:
+            await self._after_crash(slot, client, deadline)
+        if slot.starting is None:
+            slot.start_began = time.monotonic()
+            slot.start_outlived_budget = False
+            slot.starting = asyncio.get_running_loop().create_task(self._start(slot))
+        elif slot.start_outlived_budget and not patient:
+            waited = time.monotonic() - slot.start_began
+            raise ClientError(
+                UnknownReason.TIMED_OUT,
+                f"after {waited:.0f} s, still starting (initialize unanswered)",
+            )
+        starting = slot.starting
+        # `asyncio.wait`, not `wait_for(shield(...))`: neither the budget nor a `stop` that
+        # cancels the start may turn into a CancelledError of this check.
+        await asyncio.wait({starting}, timeout=max(deadline - time.monotonic(), 0))
+        if not starting.done():
+            waited = time.monotonic() - slot.start_began
+            if not BRIEF_CHECK.get():
+                slot.start_outlived_budget = True
+            raise ClientError(
+                UnknownReason.TIMED_OUT,
+                f"after {waited:.1f} s, still starting (initialize unanswered)",
+            )
+        if starting.cancelled():
+            raise ClientError(UnknownReason.FAILED, "stopped while starting")
+        return starting.result()
+
+    async def _after_crash(self, slot: Slot, client: LanguageClient, deadline: float) -> None:
+        """A dead client: count the crash, back off, or give up and mark the slot broken."""
+        detail = client.exit_reason()
+        slot.client = None
+        self._stop_later(client)
+        slot.crashes += 1
+        now = time.monotonic()
+        if slot.crashes > self.settings.max_restarts:
+            slot.broken = f"crashed {slot.crashes} times; last: {detail}"
+            raise ClientError(UnknownReason.BROKEN, slot.broken)
+        backoff = 0.0 if slot.crashes == 1 else 0.5 * 2 ** (slot.crashes - 2)
+        wait = slot.last_crash + backoff - now
+        slot.last_crash = now
+        if wait > 0:
+            if now + wait > deadline:
+                raise ClientError(UnknownReason.CRASHED, f"{detail}; restarting in {wait:.1f} s")
+            await asyncio.sleep(wait)  # restart backoff, not synchronisation
+        log.warning("restarting %s for %s after: %s", slot.spec.id, slot.root, detail)
+
+    async def _start(self, slot: Slot) -> LanguageClient:
+        settings = self.settings
+        client = LanguageClient(
+            slot.spec,
+            slot.root,
+            slot.command,
+            request_timeout=settings.request_timeout,
+            shutdown_grace=settings.shutdown_grace,
+            max_open_documents=settings.max_open_documents,
+            max_message_bytes=settings.max_message_bytes,
+        )
+        try:
+            await client.start(settings.initialize_timeout)
+        except ClientError as exc:
+            slot.broken = exc.detail
+            raise
+        finally:
+            slot.starting = None
+        slot.client = client
+        slot.timeouts = 0
+        return client
+
+    # -- outcomes -----------------------------------------------------------------------------
+
+    def record_success(self, slot: Slot) -> None:
+        slot.timeouts = 0
+
+    async def record_timeout(self, slot: Slot) -> None:
+        """Count a check in which the server answered nothing; one that reports progress is
+        busy, not wedged. After `max_timeouts` in a row it is set aside as broken (stopped in
+        the background), so later checks answer from the broken set at once."""
+        client = slot.client
+        if client is None or client.progress.busy:
+            return
+        slot.timeouts += 1
+        if slot.timeouts >= self.settings.max_timeouts:
+            slot.broken = f"after {slot.timeouts} checks without an answer"
+            slot.client = None
+            self._stop_later(client)
+
+    # -- control ------------------------------------------------------------------------------
+
+    def _matching(self, server_id: str | None, root: Path | None) -> list[Slot]:
+        return [
+            slot
+            for (sid, sroot), slot in self._slots.items()
+            if (server_id is None or sid == server_id) and (root is None or sroot == root)
+        ]
+
+    async def stop(self, server_id: str | None = None, root: Path | None = None) -> int:
+        """Stop matching servers; the number that were running or starting."""
+        slots = self._matching(server_id, root)
+        live = sum(
+            1 for s in slots if s.starting is not None or (s.client is not None and s.client.alive)
+        )
+        await asyncio.gather(*(self._stop_slot(slot) for slot in slots))
+        return live
+
+    async def restart(self, server_id: str | None = None, root: Path | None = None) -> int:
+        """Stop and forget the slots (clearing broken marks); the next use starts afresh."""
+        slots = self._matching(server_id, root)
+        await asyncio.gather(*(self._stop_slot(slot) for slot in slots))
+        for slot in slots:
+            self._slots.pop((slot.spec.id, slot.root), None)
+        return len(slots)
+
+    async def _stop_slot(self, slot: Slot) -> None:
+        starting = slot.starting
+        if starting is not None:
+            starting.cancel()
+            with contextlib.suppress(BaseException):
+                await starting
+            if slot.starting is starting:  # cancelled before it ran: its `finally` never did
+                slot.starting = None
+        client, slot.client = slot.client, None
+        if client is not None:
+            await client.stop()
+
+    async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        await self.stop()
+        if self._stopping:
+            await asyncio.gather(*self._stopping, return_exceptions=True)
+        self._slots.clear()
+
+    def clients(self) -> list[tuple[Slot, LanguageClient]]:
+        return [(s, s.client) for s in self._slots.values() if s.client is not None]
+
+    def status(self) -> list[SlotStatus]:
+        rows = []
+        for slot in self._slots.values():
+            client = slot.client
+            if slot.broken is not None:
+                state, detail = ClientState.BROKEN.value, slot.broken
+            elif slot.starting is not None:
+                state, detail = ClientState.STARTING.value, "initializing"
+            elif client is not None:
+                state = client.state.value if client.alive else "crashed"
+                detail = client.progress.describe() or client.state_detail
+            else:
+                state, detail = ClientState.STOPPED.value, ""
+            rows.append(
+                SlotStatus(
+                    server_id=slot.spec.id,
+                    root=slot.root,
+                    state=state,
+                    detail=detail,
+                    pid=client.pid if client is not None and client.alive else None,
+                    open_documents=len(client.documents) if client is not None else 0,
+                    crashes=slot.crashes,
+                )
+            )
+        return rows
+
+    # -- idle reaping -------------------------------------------------------------------------
+
+    def _ensure_reaper(self) -> None:
+        if self._reaper is None and self.settings.idle_timeout > 0:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
+
+    async def _reap_forever(self) -> None:
+        period = max(min(self.settings.idle_timeout / 4, 60.0), 0.05)
+        while True:
+            await asyncio.sleep(period)  # a timer, not synchronisation
+            await self.reap_idle()
+
+    async def reap_idle(self) -> int:
+        cutoff = time.monotonic() - self.settings.idle_timeout
+        idle = [
+            slot
+            for slot in self._slots.values()
+            if slot.client is not None and slot.client.last_used < cutoff
+        ]
+        await asyncio.gather(*(self._stop_slot(slot) for slot in idle))
+        return len(idle)

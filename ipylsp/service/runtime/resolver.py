@@ -1,0 +1,169 @@
+"""Which servers serve a path, and each one's pool slot or why none can: one resolver for
+checks and features alike.
+
+A path's workspace (`Settings.workspace_markers`) is where its report path is shown relative
+to and the ceiling of its servers' roots. A missing server becomes an `Unknown` (with the
+automatic install's state when `install_strategy` is "auto"), in full the first time for a
+(server, root, reason) and as a short line after that. `BatchLookups` looks each of these up
+once per batch (the lookups stat directories; 1,000 files in a few directories need a few).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from ipylsp import private
+from ipylsp.lsp.client import ClientError, LanguageClient
+from ipylsp.model.diagnostics import Unknown, UnknownReason
+from ipylsp.model.server_spec import ServerSpec
+from ipylsp.model.settings import Settings
+from ipylsp.servers import executables, installers, python_env, registry, roots
+from ipylsp.service.admin.autoinstall import AutoInstaller
+from ipylsp.service.check.file_reports import display_root
+from ipylsp.service.runtime.pool import ClientPool, Slot
+
+
+class Resolver:
+    def __init__(self, settings: Settings, pool: ClientPool) -> None:
+        self.settings = settings
+        self.pool = pool
+        self._reported_unknown: set[tuple[str, Path, UnknownReason]] = set()
+        self._auto = AutoInstaller()
+
+    @property
+    def installs(self) -> dict[str, concurrent.futures.Future[installers.InstallResult]]:
+        """Automatic installs by server id (see `autoinstall`)."""
+        return self._auto.installs
+
+    def shown_root(self, path: Path) -> Path | None:
+        """The workspace `path` is shown relative to, and servers are rooted within."""
+        return display_root(path, self.settings.workspace_markers)
+
+    def installed(self, spec: ServerSpec) -> bool:
+        return executables.is_installed(spec, executables.data_dir(self.settings))
+
+    def servers(self, path: Path) -> list[ServerSpec]:
+        """The installed servers configured for `path`'s language, in order."""
+        return registry.servers_for(path, self.settings, self.installed)
+
+    def slot(self, spec: ServerSpec, path: Path, gate: Path | None = None) -> Slot | Unknown:
+        """The pool slot serving `path` for `spec` (Python env handed over), or why none can.
+        `gate`: the path's `shown_root`, when the caller knows it already."""
+        data = executables.data_dir(self.settings)
+        resolution = executables.resolve(spec, data)
+        gate = gate if gate is not None else self.shown_root(path)
+        if resolution.command is None:
+            detail = resolution.reason or f"{spec.command[0]} not found"
+            if self.settings.install_strategy == "auto" and installers.installable(spec):
+                detail = self._auto.status(spec, data)
+            return self.unknown(
+                spec, gate or path.parent, UnknownReason.NOT_INSTALLED, detail,
+                registry.install_hint(spec),
+            )
+        root = roots.find_root(path, spec.root_markers, git_worktree=gate)
+        refused = _refusal(spec, root, gate)
+        if refused is not None:
+            return self.unknown(spec, root, UnknownReason.REFUSED, refused, REFUSED_HINT)
+        found = self.pool.find(spec.id, root)
+        if found is not None and (
+            found.command == resolution.command  # the same server as configured now
+            or (found.client is not None and found.client.alive)  # running: kept until stopped
+            or found.starting is not None
+        ):  # else a stopped server whose command was configured anew: the new one starts
+            return found
+        served = python_env.for_server(spec, root, ceiling=gate)
+        return self.pool.add(served, root, resolution.command)
+
+    def running(self, path: Path) -> list[tuple[str, LanguageClient]]:
+        """(server id, client) of the running servers that serve `path` (none are started)."""
+        found = []
+        gate = self.shown_root(path)
+        for spec in self.servers(path):
+            root = roots.find_root(path, spec.root_markers, git_worktree=gate)
+            slot = self.pool.find(spec.id, root)
+            if slot is not None and slot.client is not None and slot.client.alive:
+                found.append((spec.id, slot.client))
+        return found
+
+    def unknown_for(self, spec: ServerSpec, root: Path, exc: ClientError) -> Unknown:
+        hint = ""
+        if exc.reason is UnknownReason.BROKEN:
+            hint = f"`%lsp restart {spec.id}` starts it again"
+        return self.unknown(spec, root, exc.reason, exc.detail, hint)
+
+    def unknown(
+        self, spec: ServerSpec, root: Path, reason: UnknownReason, detail: str, hint: str = ""
+    ) -> Unknown:
+        """Why a server cannot answer, with its hint; `once` decides whether the hint is said."""
+        return Unknown(spec.id, reason, detail, hint)
+
+    def once(self, unknown: Unknown, root: Path) -> Unknown:
+        """In full the first time a report shows it for a (server, workspace, reason); without
+        the hint after that. Decided when a report is made, not when the unknown is: an answer
+        that arrives late (a background retry finding the server broken) is shown to nobody,
+        and must not use up the notice the next check owes the user."""
+        key = (unknown.server_id, root, unknown.reason)
+        if key in self._reported_unknown:
+            return replace(unknown, hint="")
+        self._reported_unknown.add(key)
+        return unknown
+
+    def forget_reported(self) -> None:
+        self._reported_unknown.clear()
+
+    def close(self) -> None:
+        """Drop queued automatic installs (one already running finishes in its thread)."""
+        self._auto.close()
+
+
+REFUSED_HINT = "move the project below a directory only you can write to"
+
+
+def _refusal(spec: ServerSpec, root: Path, gate: Path | None) -> str | None:
+    """Why no server may start at `root`, or None: another user can write to the root or a
+    directory above it (servers read configuration there), or to the project's Python
+    environment (pyright runs its interpreter). A directory ipylsp sealed is safe whatever
+    is above it."""
+    if not private.is_sealed(root):
+        exposed = private.other_writer(root)
+        if exposed is not None:
+            return (f"another user can write to {exposed}, where {spec.id} would read "
+                    f"configuration they put there")
+    env = python_env.project_env(root, ceiling=gate) if "python" in spec.languages else None
+    if env is not None:
+        exposed = private.other_writer(env.prefix) or private.other_writer(
+            os.path.realpath(env.interpreter)
+        )
+        if exposed is not None:
+            return f"another user can write to {exposed}, which holds the project's Python"
+    return None
+
+
+class BatchLookups:
+    """What every file of a batch in the same directory or language shares, looked up once:
+    its workspace, its servers, their slots."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self._resolver = resolver
+        self._roots: dict[Path, Path | None] = {}
+        self._specs: dict[str, list[ServerSpec]] = {}
+        self._slots: dict[tuple[str, Path], Slot | Unknown] = {}
+
+    def shown_root(self, path: Path) -> Path | None:
+        if path.parent not in self._roots:
+            self._roots[path.parent] = self._resolver.shown_root(path)
+        return self._roots[path.parent]
+
+    def servers(self, path: Path, language_id: str) -> list[ServerSpec]:
+        if language_id not in self._specs:
+            self._specs[language_id] = self._resolver.servers(path)
+        return self._specs[language_id]
+
+    def slot(self, spec: ServerSpec, path: Path) -> Slot | Unknown:
+        key = (spec.id, path.parent)
+        if key not in self._slots:
+            self._slots[key] = self._resolver.slot(spec, path, self.shown_root(path))
+        return self._slots[key]

@@ -1,0 +1,13 @@
+"""The persistent store: servers' answers kept in SQLite, per (file, text hash, server), so
+they outlive the kernel and stand in for a server that is down; and the outlines servers gave,
+for symbols by name.
+
+Owns the file (`db`: WAL, versioned migrations, a corrupt file rebuilt), the rows (`codec`), a
+writer thread (`writer`: writes never on the caller's path) and the facade (`store`). Keeps
+model values and imports nothing above them; which file, when to write and what to read back
+is the service's side (`service/cache.py`). See docs/store.md.
+"""
+
+from ipylsp.store.store import Store, Stored, StoredSymbols, text_hash
+
+__all__ = ["Store", "Stored", "StoredSymbols", "text_hash"]
