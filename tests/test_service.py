@@ -405,7 +405,7 @@ def test_auto_install_runs_in_the_background_then_serves(
     second = service.check(path).files[0].unknown[0]
     assert second.detail == "still installing (install_strategy = auto)"
     release.set()
-    service._checker._installs["fake"].result(30)
+    service._state.resolver.installs["fake"].result(30)
     executables.invalidate()
     assert messages(service.check(path)) == [("auto.sh", 1, 1, "served")]
 

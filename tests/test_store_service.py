@@ -57,7 +57,7 @@ def tapped_ty(log: Path) -> tuple[str, ...]:
 def opened(service: Service) -> None:
     """Wait for the service's store to open: a check's first lookup waits at most `OPEN_WAIT`
     for it, and a loaded machine may take longer (the tests below read it at once)."""
-    assert service._answers.store(wait=30) is not None
+    assert service._state.answers.store(wait=30) is not None
 
 
 def text(report: Any) -> str:
@@ -302,7 +302,7 @@ def test_a_store_another_process_keeps_locked_holds_no_check_up(
     path = write(root, "app.py", V1)
     with Service(ty_settings(store)) as service:
         shown = text(service.check(path, before=""))
-        assert service._answers.store(wait=0) is None  # the check did not wait for it
+        assert service._state.answers.store(wait=0) is None  # the check did not wait for it
         holder.execute("COMMIT")  # only now may the store open
         holder.close()
     assert shown.splitlines()[1] == f"ERROR [2:7] {UNDEFINED.format('undefined_a')})"

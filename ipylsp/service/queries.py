@@ -32,8 +32,8 @@ from ipylsp.model.server_spec import ServerSpec
 from ipylsp.servers import languages
 from ipylsp.service.check.before_text import TextTooLarge, read_text, readable_text
 from ipylsp.service.check.file_reports import display_path
-from ipylsp.service.check.files import Checker
 from ipylsp.service.runtime.pool import Slot
+from ipylsp.service.state import ServiceState
 
 MAX_ITEMS = lsp_features.MAX_ITEMS
 
@@ -281,7 +281,7 @@ class _Failures:
 
 
 async def request_feature(
-    checker: Checker,
+    state: ServiceState,
     kind: str,
     path: Path,
     line: int,
@@ -309,17 +309,17 @@ async def request_feature(
     q = Query(At(path, text, line, column), language_id, deadline, direction, new_name, query)
     failures = _Failures(kind, [])
     answers: list[FeatureResult] = []
-    for spec in checker.resolver.servers(path):
-        result = await _ask_one(checker, spec, kind, q, failures)
+    for spec in state.resolver.servers(path):
+        result = await _ask_one(state, spec, kind, q, failures)
         if result is not None:
             answers.append(result)
             if kind not in MERGED:
                 break
-    if answers and kind == "symbols" and checker.answers is not None:
-        checker.answers.put_symbols(path, text, answers[0].server_id or "",
-                                    _name_scope(checker, path), answers[0].symbols)
+    if answers and kind == "symbols":
+        state.answers.put_symbols(path, text, answers[0].server_id or "",
+                                    _name_scope(state, path), answers[0].symbols)
     if not answers:
-        stored = _from_store(checker, kind, q) if failures.reason in _DOWN else None
+        stored = _from_store(state, kind, q) if failures.reason in _DOWN else None
         if stored is not None:
             return replace(stored, why_cached="; ".join(failures.errors))
         return failures.result(path)
@@ -335,14 +335,12 @@ _DOWN: frozenset[FeatureFailure | None] = frozenset(
 )
 """Why no server answered, when the store may stand in."""
 
-def _from_store(checker: Checker, kind: str, q: Query) -> FeatureResult | None:
+def _from_store(state: ServiceState, kind: str, q: Query) -> FeatureResult | None:
     """Outlines, workspace symbols and definitions by name from what servers answered before
     (marked cached); None when the store has nothing for it."""
-    answers = checker.answers
-    if answers is None:
-        return None
+    answers = state.answers
     path = q.at.path
-    workspace = _name_scope(checker, path)
+    workspace = _name_scope(state, path)
     if kind == "symbols":
         found = answers.outline(path)
     elif kind == "workspace_symbols":
@@ -360,33 +358,33 @@ def _from_store(checker: Checker, kind: str, q: Query) -> FeatureResult | None:
     return FeatureResult(kind, symbols=symbols, cached=cached)
 
 
-def _name_scope(checker: Checker, path: Path) -> Path:
+def _name_scope(state: ServiceState, path: Path) -> Path:
     """The workspace a file's stored names are indexed under, and looked up in."""
-    return checker.resolver.shown_root(path) or path.parent
+    return state.resolver.shown_root(path) or path.parent
 
 
 async def _ask_one(
-    checker: Checker, spec: ServerSpec, kind: str, q: Query, failures: _Failures
+    state: ServiceState, spec: ServerSpec, kind: str, q: Query, failures: _Failures
 ) -> FeatureResult | None:
     """One server's answer, or None (why is added to `failures`; not offering it is no
     failure)."""
     path = q.at.path
-    slot: Slot | Unknown = checker.resolver.slot(spec, path)
+    slot: Slot | Unknown = state.resolver.slot(spec, path)
     if isinstance(slot, Unknown):
         failures.add(spec.id, slot.reason, slot.detail, slot.hint)
         return None
     capability, ask = PROVIDERS[kind]
     try:
-        client = await checker.pool.acquire(slot, q.deadline)
+        client = await state.pool.acquire(slot, q.deadline)
         if not lsp_features.supports(client, capability):
             return None
         await resync(client, path, q.deadline)
         await client.sync_document(path, q.at.text, q.language_id, deadline=q.deadline)
         result = await ask(client, q)
     except ClientError as exc:
-        hint = checker.resolver.unknown_for(spec, slot.root, exc).hint
+        hint = state.resolver.unknown_for(spec, slot.root, exc).hint
         failures.add(spec.id, exc.reason, exc.detail, hint)
         if exc.reason is UnknownReason.TIMED_OUT:
-            await checker.pool.record_timeout(slot)
+            await state.pool.record_timeout(slot)
         return None
     return replace(result, server_id=spec.id)

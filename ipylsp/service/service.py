@@ -15,14 +15,14 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipylsp.analysis.report import FormatOptions
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.settings import Settings
 from ipylsp.service.admin.control import HANDOVER_MARGIN, ServerControl
-from ipylsp.service.cache import Answers, clear_store, store_file, store_info, stored_report
+from ipylsp.service.cache import clear_store, store_info, stored_report
 from ipylsp.service.cells import CellSession
 from ipylsp.service.check import batch
 from ipylsp.service.check.batch import FileCheck
@@ -34,21 +34,32 @@ from ipylsp.service.outputs.subscribers import ReportSink, Subscriber
 from ipylsp.service.queries import PROVIDERS, FeatureResult, request_feature
 from ipylsp.service.runtime import cleanup
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
-from ipylsp.service.runtime.pool import ClientPool, SlotStatus
+from ipylsp.service.runtime.pool import SlotStatus
+from ipylsp.service.state import ServiceState
+
+if TYPE_CHECKING:
+    from ipylsp.servers.installers import InstallResult
+    from ipylsp.service.admin.server_table import (
+        InstallProgress,
+        ServerRow,
+        ServerTable,
+        StatusTable,
+    )
 
 log = logging.getLogger(__name__)
 
 __all__ = ["FileCheck", "Service"]
 
-class Service(ServerControl):
+class Service:
     """Language servers for any number of workspaces, driven from a background loop."""
 
     def __init__(self, settings: Settings | None = None) -> None:
-        self._settings = settings or Settings()
+        self._state = ServiceState(settings or Settings())
         self._loop: BackgroundLoop | None = None
-        self._pool = ClientPool(self._settings)
-        self._answers = Answers(self._settings)
-        self._checker = Checker(self._settings, self._pool, self._answers)
+        self._checker = Checker(self._state)
+        self._control = ServerControl(
+            self._state, lambda: self._loop, self._background, self._publish_status
+        )
         self._pending = PendingChannel()
         self._sink = ReportSink(self._pending)
         self._late = LateAnswers(self._checker, self._sink)
@@ -62,19 +73,66 @@ class Service(ServerControl):
 
     @property
     def settings(self) -> Settings:
-        return self._settings
+        return self._state.settings
+
+    @property
+    def _settings(self) -> Settings:
+        return self._state.settings
 
     def configure(self, **changes: Any) -> Settings:
         """Change settings at once (e.g. from `%config`); running servers keep running."""
-        self._settings = replace(self._settings, **changes)
-        self._pool.settings = self._settings
-        self._checker.settings = self._settings
-        if store_file(self._settings) != self._answers.configured:  # `store` / `store_path`
-            self._answers.close()
-            self._answers = self._checker.answers = Answers(self._settings)
+        self._state.configure(replace(self._state.settings, **changes))
         if self._cells is not None:
             self._cells.cap = self._settings.cell_history
         return self._settings
+
+    # -- servers (`admin.control`) ----------------------------------------------------------
+
+    def status(self) -> list[SlotStatus]:
+        """This service's servers: running, starting, broken, stopped."""
+        return self._control.status()
+
+    def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
+        """Start (or confirm) every server that serves `path`; one status line per server."""
+        budget = self._settings.wait_budget if timeout is None else float(timeout)
+        return self._control.start(self._normalize(path), budget)
+
+    def starting(self, path: str | os.PathLike[str]) -> bool:
+        """Whether a server for `path` has yet to start (a cell's check then waits briefly)."""
+        return self._control.starting(self._normalize(path))
+
+    def stop(self, server_id: str | None = None) -> int:
+        return self._control.stop(server_id)
+
+    def restart(self, server_id: str | None = None) -> int:
+        """Stop matching servers and clear their broken marks; they start again on next use."""
+        return self._control.restart(server_id)
+
+    def server_pids(self) -> list[int]:
+        return [row.pid for row in self.status() if row.pid is not None]
+
+    def servers(self, *, installed_only: bool = False) -> ServerTable:
+        """Every server ipylsp knows: installed with its command, or missing with how to
+        install it."""
+        return self._control.servers(installed_only=installed_only)
+
+    def which(self, server_id: str) -> ServerRow:
+        """One server's row (`.which()`: its command, or why none); `UnknownServer`."""
+        return self._control.which(server_id)
+
+    def servers_status(self) -> StatusTable:
+        """Servers of this service and of every other live process, then the installed."""
+        return self._control.servers_status(own_token=id(self))
+
+    def install(
+        self,
+        ids: Iterable[str] = (),
+        *,
+        install_all: bool = False,
+        progress: InstallProgress | None = None,
+    ) -> list[InstallResult]:
+        """Install servers into ipylsp's data dir, in turn (blocking: minutes for npm)."""
+        return self._control.install(ids, install_all=install_all, progress=progress)
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -199,7 +257,7 @@ class Service(ServerControl):
     def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
         """Checked files (all, or those of `paths`) whose text on disk is no longer the text
         last checked: an editor, another process or `git checkout` changed them."""
-        return self._checker.known.changed_on_disk(paths)
+        return self._state.known.changed_on_disk(paths)
 
     def check_rest(
         self,
@@ -234,7 +292,7 @@ class Service(ServerControl):
         self, files: Sequence[FileCheck], deadline: float, budget: float, brief: bool = False
     ) -> tuple[batch.BatchResult, list[SlotStatus]]:
         """The batch's result, and the pool's status read on the loop (no second thread hop)."""
-        return await self._check_all(files, deadline, budget, brief), self._pool.status()
+        return await self._check_all(files, deadline, budget, brief), self._state.pool.status()
 
     async def _check_all(
         self, files: Sequence[FileCheck], deadline: float, budget: float, brief: bool = False
@@ -337,7 +395,7 @@ class Service(ServerControl):
     ) -> FeatureResult:
         try:
             return await request_feature(
-                self._checker, kind, path, line, column, deadline, **options
+                self._state, kind, path, line, column, deadline, **options
             )
         except Exception as exc:  # an odd file or server answer must not reach the caller
             log.exception("%s of %s failed", kind, path)
@@ -346,7 +404,7 @@ class Service(ServerControl):
     def error_count(self) -> int:
         """Current errors of the checked files, one per problem however many servers report
         it: what a status bar counts (live answers only: no store lookups after each check)."""
-        known = self._checker.known
+        known = self._state.known
         return error_count(known_report(known, sorted(known), self._settings.workspace_markers))
 
     def diagnostics(
@@ -357,18 +415,18 @@ class Service(ServerControl):
         the current one, for every stored file under it), marked cached and maybe stale."""
         if cached:
             where = self._normalize(path if path is not None else os.getcwd())
-            return stored_report(self._answers, where, self._settings.workspace_markers)
-        known = self._checker.known
+            return stored_report(self._state.answers, where, self._settings.workspace_markers)
+        known = self._state.known
         paths = [self._normalize(path)] if path is not None else sorted(known)
         return known_report(
             known, paths, self._settings.workspace_markers,
-            lambda file, server, text: self._answers.cached(file, server, text, ""),
+            lambda file, server, text: self._state.answers.cached(file, server, text, ""),
         )
 
     def store_info(self, *, clear: bool = False) -> dict[str, object]:
         """The persistent store: its file, size, rows, files (`{"path": None}` when off).
         `clear`: forget every answer in it (what it held is returned)."""
-        return (clear_store if clear else store_info)(self._answers)
+        return (clear_store if clear else store_info)(self._state.answers)
 
     def close(self) -> None:
         """Stop every server (shutdown, exit, kill) and the loop. Safe to call twice."""
@@ -381,10 +439,9 @@ class Service(ServerControl):
             with contextlib.suppress(Exception):
                 loop.run(self._late.close(), 5)
             with contextlib.suppress(Exception):
-                loop.run(self._pool.close(), self._settings.shutdown_grace * 2 + 5)
+                loop.run(self._state.pool.close(), self._settings.shutdown_grace * 2 + 5)
             loop.stop()
-        self._checker.close()
-        self._answers.close()
+        self._state.close()
         if self._cells is not None:
             self._cells.close()
         from ipylsp.servers.executables import data_dir

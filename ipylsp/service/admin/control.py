@@ -1,20 +1,20 @@
-"""The servers part of the `Service` facade: which servers there are and which run (here and
-in every other live process), installs, and start / stop / restart. Apart from `service.py`,
-which is about checking; `servers` (and installers) are imported on first use, off the check
-path."""
+"""Starting, stopping and listing servers: which servers there are and which run (here and in
+every other live process), installs, start / stop / restart. The facade owns one
+`ServerControl` and hands these calls to it; the server table (and installers) are imported on
+first use, off the check path. May not check files."""
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ipylsp.model.settings import Settings
-from ipylsp.service.check.files import Checker
+from ipylsp.lsp.client import ClientError
+from ipylsp.model.diagnostics import Unknown
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
-from ipylsp.service.runtime.pool import ClientPool, Slot, SlotStatus
+from ipylsp.service.runtime.pool import Slot, SlotStatus
+from ipylsp.service.state import ServiceState
 
 if TYPE_CHECKING:
     from ipylsp.servers.installers import InstallResult
@@ -31,52 +31,53 @@ HANDOVER_MARGIN = 2.0
 
 
 class ServerControl:
-    """Mixed into `Service`, whose loop, pool, checker and settings it works with."""
+    """The servers of one service: `loop` is the facade's loop when it runs (None before the
+    first use), `background` starts it; `publish` tells other processes what runs."""
 
-    _settings: Settings
-    _loop: BackgroundLoop | None
-    _pool: ClientPool
-    _checker: Checker
-
-    def _background(self) -> BackgroundLoop:
-        raise NotImplementedError
-
-    @staticmethod
-    def _normalize(path: str | os.PathLike[str]) -> Path:
-        raise NotImplementedError
-
-    def _publish_status(self, rows: list[SlotStatus] | None = None) -> None:
-        raise NotImplementedError
+    def __init__(
+        self,
+        state: ServiceState,
+        loop: Callable[[], BackgroundLoop | None],
+        background: Callable[[], BackgroundLoop],
+        publish: Callable[[list[SlotStatus] | None], None],
+    ) -> None:
+        self._state = state
+        self._loop = loop
+        self._background = background
+        self._publish = publish
 
     def status(self) -> list[SlotStatus]:
-        if self._loop is None:
+        loop = self._loop()
+        if loop is None:
             return []
-        return self._loop.run(self._status(), 5.0)
+        return loop.run(self._status(), 5.0)
 
     async def _status(self) -> list[SlotStatus]:
-        return self._pool.status()
+        return self._state.pool.status()
 
     def restart(self, server_id: str | None = None) -> int:
         """Stop matching servers and clear their broken marks; they start again on next use."""
-        if self._loop is None:
+        loop = self._loop()
+        if loop is None:
             return 0
-        self._checker.forget_reported()
-        count = self._loop.run(self._pool.restart(server_id), 30.0)
-        self._publish_status()
+        self._state.resolver.forget_reported()
+        count = loop.run(self._state.pool.restart(server_id), 30.0)
+        self._publish(None)
         return count
 
-    def starting(self, path: str | os.PathLike[str]) -> bool:
+    def starting(self, path: Path) -> bool:
         """Whether a server for `path` has yet to start (not started, or starting): a caller
         that must not wait for a start (a cell's check) then waits briefly instead."""
-        if self._loop is None or not self._loop.running:
+        loop = self._loop()
+        if loop is None or not loop.running:
             return True
         try:
-            return bool(self._loop.run(self._starting(self._normalize(path)), 1.0))
+            return bool(loop.run(self._starting(path), 1.0))
         except LoopTimeout:  # a loop this busy: do not wait on it either
             return True
 
     async def _starting(self, path: Path) -> bool:
-        resolver = self._checker.resolver
+        resolver = self._state.resolver
         running = {server_id for server_id, _ in resolver.running(path)}
         for spec in resolver.servers(path):
             slot = None if spec.id in running else resolver.slot(spec, path)
@@ -84,26 +85,40 @@ class ServerControl:
                 return True
         return False
 
-    def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
+    def start(self, path: Path, budget: float) -> list[str]:
         """Start (or confirm) every server that serves `path`; one status line per server."""
-        budget = self._settings.wait_budget if timeout is None else float(timeout)
-        coro = self._checker.start_servers(self._normalize(path), time.monotonic() + budget)
+        coro = self._start_servers(path, time.monotonic() + budget)
         try:
             lines = self._background().run(coro, budget + HANDOVER_MARGIN)
         except LoopTimeout:
             return [f"no answer within {budget:.1f} s"]
-        self._publish_status()
+        self._publish(None)
         return lines
 
-    def stop(self, server_id: str | None = None) -> int:
-        if self._loop is None:
-            return 0
-        count = self._loop.run(self._pool.stop(server_id), 30.0)
-        self._publish_status()
-        return count
+    async def _start_servers(self, path: Path, deadline: float) -> list[str]:
+        """Acquire every server for `path`; a line per server saying how that went."""
+        lines = []
+        for spec in self._state.resolver.servers(path):
+            slot = self._state.resolver.slot(spec, path)
+            if isinstance(slot, Unknown):
+                lines.append(f"{spec.id}: {slot.reason.value}: {slot.detail} {slot.hint}".strip())
+                continue
+            try:
+                client = await self._state.pool.acquire(slot, deadline, patient=True)
+            except ClientError as exc:
+                lines.append(f"{spec.id}: {exc.reason.value}: {exc.detail}")
+                continue
+            lines.append(f"{spec.id}: running (pid {client.pid}) for {slot.root}")
+        return lines
 
-    def server_pids(self) -> list[int]:
-        return [row.pid for row in self.status() if row.pid is not None]
+
+    def stop(self, server_id: str | None = None) -> int:
+        loop = self._loop()
+        if loop is None:
+            return 0
+        count = loop.run(self._state.pool.stop(server_id), 30.0)
+        self._publish(None)
+        return count
 
     # -- tables -------------------------------------------------------------------------------
 
@@ -112,20 +127,20 @@ class ServerControl:
         missing with how to install it."""
         from ipylsp.service.admin.server_table import table
 
-        return table(self._settings, installed_only=installed_only)
+        return table(self._state.settings, installed_only=installed_only)
 
     def which(self, server_id: str) -> ServerRow:
         """One server's row (`.which()`: its command, or why none); `UnknownServer`."""
         from ipylsp.service.admin.server_table import row
 
-        return row(self._settings, server_id)
+        return row(self._state.settings, server_id)
 
-    def servers_status(self) -> StatusTable:
+    def servers_status(self, own_token: int) -> StatusTable:
         """Running, starting, broken and stopped servers of this service and of every other
         live process (kernels), then the installed ones."""
         from ipylsp.service.admin.server_table import status
 
-        return status(self._settings, self.status(), own_token=id(self))
+        return status(self._state.settings, self.status(), own_token=own_token)
 
     def install(
         self,
@@ -139,5 +154,6 @@ class ServerControl:
         `install_all`: every server with a pip or npm recipe."""
         from ipylsp.service.admin.server_table import install, install_targets
 
-        targets = install_targets(self._settings, ids, install_all=install_all)
-        return install(self._settings, targets, progress)
+        settings = self._state.settings
+        return install(settings, install_targets(settings, ids, install_all=install_all),
+                       progress)

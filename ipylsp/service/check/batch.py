@@ -78,7 +78,7 @@ async def check(
     BRIEF_CHECK.set(brief)  # this task's context only
     result = BatchResult()
     chosen, result.rest = choose(files, limit)
-    lookups = BatchLookups(checker.resolver)
+    lookups = BatchLookups(checker.state.resolver)
     planned = await asyncio.gather(
         *(
             checker.plan(f.path, content=f.content, before=f.before, deadline=deadline,
@@ -105,12 +105,12 @@ async def check(
     plans.sort(key=lambda p: natural_key(p.display))
     written = [p for p in plans if not (p.preflight or p.virtual)]
     events = [
-        (p.path, elsewhere.file_event(p.path, checker.known, p.before_text)) for p in written
+        (p.path, elsewhere.file_event(p.path, checker.state.known, p.before_text)) for p in written
     ]
     created = [e for e in events if e[1] == FILE_CREATED]
     try:  # changes and deletions first; open documents see every new text before any pull
-        await elsewhere.announce(checker.pool, [e for e in events if e[1] != FILE_CREATED])
-        await elsewhere.sync_written(checker.pool, {p.path: p.new_text for p in written})
+        await elsewhere.announce(checker.state.pool, [e for e in events if e[1] != FILE_CREATED])
+        await elsewhere.sync_written(checker.state.pool, {p.path: p.new_text for p in written})
     except Exception:
         log.exception("syncing %d written files failed", len(written))
     runs = await runs_mod.start_runs(checker, lookups, plans, deadline)
@@ -133,22 +133,23 @@ async def check(
     answered = {id(run.client): (run.slot.spec.id, run.client) for run in runs if run.answered}
     for plan in plans:
         if plan.deleted:
-            answered.update((id(c), (sid, c)) for sid, c in checker.resolver.running(plan.path))
+            running = checker.state.resolver.running(plan.path)
+            answered.update((id(c), (sid, c)) for sid, c in running)
     # Other servers hear of creations only when an open document of theirs has an error a
     # new file could fix (then it is re-diagnosed below).
     paths = frozenset(p.path for p in written)
     try:
         await elsewhere.announce(
-            checker.pool, created,
+            checker.state.pool, created,
             lambda sid, client: id(client) not in told
-            and elsewhere.has_import_errors(checker.known, sid, client, paths),
+            and elsewhere.has_import_errors(checker.state.known, sid, client, paths),
         )
     except Exception:
         log.exception("announcing %d created files failed", len(created))
     if answered and written:
         broken = await elsewhere.rediagnose(
-            checker.known, paths, list(answered.values()), deadline,
-            shown_root=checker.resolver.shown_root, only_imports=len(created) == len(events),
+            checker.state.known, paths, list(answered.values()), deadline,
+            shown_root=checker.state.resolver.shown_root, only_imports=len(created) == len(events),
         )
         result.files.extend(sorted(broken, key=lambda f: natural_key(f.display_path)))
     result.files = merge_reports(result.files)
@@ -245,11 +246,11 @@ async def _settle(
             for j in run.jobs
         )
         if run.answered:
-            checker.pool.record_success(run.slot)
+            checker.state.pool.record_success(run.slot)
         elif timed_out and not BRIEF_CHECK.get():
             # nothing at all in a whole budget (a check that chose to wait less, such as a
             # cell's first check while servers start, proves nothing about the server)
-            await checker.pool.record_timeout(run.slot)
+            await checker.state.pool.record_timeout(run.slot)
     return _lift(checker, plans, result)
 
 
@@ -277,8 +278,8 @@ def _lift(checker: Checker, plans: list[FilePlan], result: BatchResult) -> froze
             f"{first.reason.value} {detail}".strip() + f": {len(said)} files not checked",
             first.hint,
         )
-        where = checker.resolver.shown_root(plans[0].path) or plans[0].path.parent
-        result.unknown.append(checker.resolver.once(line, where))
+        where = checker.state.resolver.shown_root(plans[0].path) or plans[0].path.parent
+        result.unknown.append(checker.state.resolver.once(line, where))
         lifted.add(server_id)
     return frozenset(lifted)
 

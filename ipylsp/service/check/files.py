@@ -10,7 +10,6 @@ in `autoinstall`, report building in `reports`.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import logging
 import time
@@ -21,15 +20,14 @@ from ipylsp.analysis import delta as delta_mod
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.model.diagnostics import Diagnostic, FileReport, Unknown, UnknownReason
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
-from ipylsp.model.settings import Settings
-from ipylsp.servers import installers, languages, registry
-from ipylsp.service.cache import Answers, config_key
+from ipylsp.servers import languages, registry
+from ipylsp.service.cache import config_key
 from ipylsp.service.check import syntax_gate
 from ipylsp.service.check.before_text import git_head_text, read_text
-from ipylsp.service.check.checked_files import KnownFile, KnownFiles
+from ipylsp.service.check.checked_files import KnownFile
 from ipylsp.service.check.file_reports import display_path, file_report, merge_reports
-from ipylsp.service.runtime.pool import ClientPool, Slot
-from ipylsp.service.runtime.resolver import Resolver
+from ipylsp.service.runtime.pool import Slot
+from ipylsp.service.state import ServiceState
 
 __all__ = ["Checker", "FilePlan", "ServerOutcome", "display_path", "merge_reports"]
 
@@ -100,27 +98,11 @@ class FilePlan:
 
 
 class Checker:
-    def __init__(
-        self, settings: Settings, pool: ClientPool, answers: Answers | None = None
-    ) -> None:
-        self.pool = pool
-        self.known = KnownFiles()
-        self.resolver = Resolver(settings, pool)
-        self.answers = answers
-        """The persistent store (`stored`): None when off."""
+    """The steps of checking one file, over the service's shared state (which it does not
+    own: the facade does)."""
 
-    @property
-    def settings(self) -> Settings:
-        return self.resolver.settings
-
-    @settings.setter
-    def settings(self, settings: Settings) -> None:  # `Service.configure`
-        self.resolver.settings = settings
-
-    @property
-    def _installs(self) -> dict[str, concurrent.futures.Future[installers.InstallResult]]:
-        """Automatic installs by server id (see `autoinstall`)."""
-        return self.resolver.installs
+    def __init__(self, state: ServiceState) -> None:
+        self.state = state
 
     # -- the steps of a check ------------------------------------------------------------------
 
@@ -139,7 +121,7 @@ class Checker:
         `shown_root`: its `display_root`, when the caller knows it already."""
         disk_text = content if virtual else read_text(path)
         new_text = content if content is not None else disk_text
-        known = self.known.get(path)
+        known = self.state.known.get(path)
         # A preflight (`content=`) proposes an edit of the file as it is on disk now.
         before_text = await self._before_text(
             path, before, known, disk_text if content is not None and not virtual else None,
@@ -151,12 +133,12 @@ class Checker:
             before_text,
             new_text,
             syntax,
-            semantic_after_syntax_error=self.settings.semantic_after_syntax_error,
+            semantic_after_syntax_error=self.state.settings.semantic_after_syntax_error,
         )
         return FilePlan(
             path, language_id, new_text, disk_text, before_text, known,
             content is not None and not virtual, syntax, held_back,
-            shown_root if shown_root is not None else self.resolver.shown_root(path),
+            shown_root if shown_root is not None else self.state.resolver.shown_root(path),
             virtual=virtual, proposed=proposed,
         )
 
@@ -167,7 +149,7 @@ class Checker:
         there is none."""
         before_text = _server_before(spec, plan.before_text, plan.known)
         if slot is None:
-            slot = self.resolver.slot(spec, plan.path)
+            slot = self.state.resolver.slot(spec, plan.path)
         if isinstance(slot, Unknown):
             return ServerOutcome(spec, None, None, before_text, unknown=slot)
         return ServerOutcome(spec, slot, None, before_text)
@@ -175,9 +157,10 @@ class Checker:
     def needs_baseline(self, outcome: ServerOutcome, plan: FilePlan) -> bool:
         """The server must diagnose the before text first (not known from an earlier check)."""
         known = self._baseline_if_known(outcome.spec, outcome.before_text, plan.known)
-        if known is None and self.answers is not None and not plan.virtual:  # after a restart
-            known = self.answers.baseline(plan.path, outcome.before_text, outcome.spec.id,
-                                          outcome.config)
+        if known is None and not plan.virtual:  # after a restart
+            known = self.state.answers.baseline(
+                plan.path, outcome.before_text, outcome.spec.id, outcome.config
+            )
         if known is not None:
             outcome.baseline = known
             return False
@@ -220,8 +203,8 @@ class Checker:
         if plan.language_id is None:
             return file_report(plan.path, shown_root, (), (), (), (), ())
         if plan.deleted:  # a move or a delete fixes nothing (see `batch.moves`)
-            self.known.forget(plan.path)
-            serving = self.resolver.servers(plan.path)
+            self.state.known.forget(plan.path)
+            serving = self.state.resolver.servers(plan.path)
             return file_report(
                 plan.path, shown_root, (), (), (), (), tuple(s.id for s in serving)
             )
@@ -232,14 +215,15 @@ class Checker:
             plan.syntax,
             [(o.before_text, o.baseline, o.current) for o in outcomes if o.unknown is None],
             asked=len(outcomes),
-            semantic_after_syntax_error=self.settings.semantic_after_syntax_error,
+            semantic_after_syntax_error=self.state.settings.semantic_after_syntax_error,
         )
         said = [o for o in outcomes if not (o.cut or o.spec.id in lifted)]
         where = shown_root or plan.path.parent
-        unknown = tuple(self.resolver.once(o.unknown, where) for o in said if o.unknown is not None)
+        resolver = self.state.resolver
+        unknown = tuple(resolver.once(o.unknown, where) for o in said if o.unknown is not None)
         if not (plan.preflight or plan.proposed):
             self._roll_forward(plan.path, plan.new_text, outcomes, plan.known, plan.virtual)
-        if self.answers is not None and not plan.virtual:
+        if not plan.virtual:
             introduced += self._stored(plan, outcomes, keep=not plan.preflight)
         return file_report(
             plan.path, shown_root, introduced, current, fixed, unknown,
@@ -251,29 +235,30 @@ class Checker:
     ) -> tuple[Diagnostic, ...]:
         """Live answers go into the store (`keep`: not a preflight's); for each server that
         did not answer, its stored answer comes back, marked cached."""
-        assert self.answers is not None
+        answers = self.state.answers
         cached: tuple[Diagnostic, ...] = ()
         for o in outcomes:
             if o.unknown is None:
                 if o.asked_baseline:  # first: the current text's answer is the latest
-                    self.answers.put(plan.path, o.before_text, o.spec.id, o.baseline, o.config)
+                    answers.put(plan.path, o.before_text, o.spec.id, o.baseline, o.config)
                 if keep and plan.new_text is not None:
-                    self.answers.put(plan.path, plan.new_text, o.spec.id, o.current, o.config)
+                    answers.put(plan.path, plan.new_text, o.spec.id, o.current, o.config)
             else:
-                cached += self.answers.cached(plan.path, o.spec.id, plan.new_text, o.before_text)
+                cached += answers.cached(plan.path, o.spec.id, plan.new_text, o.before_text)
         return cached
 
     def late_report(self, plan: FilePlan, outcome: ServerOutcome) -> FileReport | None:
         """A server's answer that came after its check returned: its delta, and the file's
         known results brought up to date; None when a newer check has moved on."""
-        known = self.known.catch_up(
+        known = self.state.known.catch_up(
             plan.path, plan.new_text, outcome.spec.id, outcome.current
         )
         if known is None:  # a newer text was checked since: its answer is the one to keep
             return None
-        if self.answers is not None and not (plan.virtual or plan.preflight) and plan.new_text:
-            self.answers.put(plan.path, plan.new_text, outcome.spec.id, outcome.current,
-                             outcome.config)
+        if not (plan.virtual or plan.preflight) and plan.new_text:
+            self.state.answers.put(
+                plan.path, plan.new_text, outcome.spec.id, outcome.current, outcome.config
+            )
         result = delta_mod.compute_delta(
             outcome.before_text, plan.new_text or "", outcome.baseline, outcome.current
         )
@@ -312,10 +297,10 @@ class Checker:
         language_id = plan.language_id
         if language_id is None:
             return outcomes
-        for role in registry.unknown_roles(language_id, self.settings):
+        for role in registry.unknown_roles(language_id, self.state.settings):
             spec = ServerSpec(id=role, name=role, languages=(language_id,), command=(role,),
                               install=InstallRecipe("path"))
-            unknown = self.resolver.unknown(
+            unknown = self.state.resolver.unknown(
                 spec, plan.shown_root or plan.path.parent, UnknownReason.FAILED,
                 f"no server named {role!r} (IPyLSP.language_servers; see `ipylsp list`)",
             )
@@ -323,22 +308,6 @@ class Checker:
         return outcomes
 
     # -- servers ------------------------------------------------------------------------------
-
-    async def start_servers(self, path: Path, deadline: float) -> list[str]:
-        """Acquire every server for `path`; a line per server saying how that went."""
-        lines = []
-        for spec in self.resolver.servers(path):
-            slot = self.resolver.slot(spec, path)
-            if isinstance(slot, Unknown):
-                lines.append(f"{spec.id}: {slot.reason.value}: {slot.detail} {slot.hint}".strip())
-                continue
-            try:
-                client = await self.pool.acquire(slot, deadline, patient=True)
-            except ClientError as exc:
-                lines.append(f"{spec.id}: {exc.reason.value}: {exc.detail}")
-                continue
-            lines.append(f"{spec.id}: running (pid {client.pid}) for {slot.root}")
-        return lines
 
     @staticmethod
     def _baseline_if_known(
@@ -349,12 +318,6 @@ class Checker:
         if not before_text:
             return ()
         return None
-
-    def close(self) -> None:
-        self.resolver.close()
-
-    def forget_reported(self) -> None:
-        self.resolver.forget_reported()
 
     # -- after the check ----------------------------------------------------------------------
 
@@ -369,9 +332,9 @@ class Checker:
         """The new text becomes the baseline; a server that did not answer keeps the text it
         last answered for (or the first one it missed), so it catches up on everything later."""
         if new_text is None:
-            self.known.forget(path)
+            self.state.known.forget(path)
             return
-        self.known.record(
+        self.state.known.record(
             path,
             new_text,
             {o.spec.id: o.current for o in outcomes if o.unknown is None},

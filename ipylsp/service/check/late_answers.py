@@ -64,7 +64,7 @@ class LateAnswers:
         answered = [job for job in jobs if job.answered and not job.cancelled]
         if not answered:
             return
-        self._checker.pool.record_success(run.slot)  # slow, not wedged
+        self._checker.state.pool.record_success(run.slot)  # slow, not wedged
         files = []
         for job in answered:
             try:

@@ -93,7 +93,7 @@ async def start_runs(
     late_deadline = deadline + LATE_WINDOW
     for (slot, jobs), client in zip(groups.values(), clients, strict=True):
         if isinstance(client, ClientError):
-            unknown = checker.resolver.unknown_for(slot.spec, slot.root, client)
+            unknown = checker.state.resolver.unknown_for(slot.spec, slot.root, client)
             for job in jobs:
                 job.outcome.unknown, job.done = unknown, True
             continue
@@ -111,7 +111,7 @@ async def start_runs(
 
 async def _acquire(checker: Checker, slot: Slot, deadline: float) -> LanguageClient | ClientError:
     try:
-        return await checker.pool.acquire(slot, deadline)
+        return await checker.state.pool.acquire(slot, deadline)
     except ClientError as exc:
         return exc
 
@@ -131,13 +131,13 @@ async def _run(checker: Checker, run: ServerRun, deadline: float) -> None:
         error = None
         if attempt == 1:
             try:
-                run.client = await checker.pool.acquire(run.slot, deadline)
+                run.client = await checker.state.pool.acquire(run.slot, deadline)
             except ClientError as exc:
                 error = exc
         else:
             error = ClientError(UnknownReason.CRASHED, run.client.exit_reason())
         if error is not None:
-            unknown = checker.resolver.unknown_for(run.slot.spec, run.slot.root, error)
+            unknown = checker.state.resolver.unknown_for(run.slot.spec, run.slot.root, error)
             for job in retry:
                 job.outcome.unknown, job.done = unknown, True
             return
@@ -161,7 +161,7 @@ async def _ask_all(
     def current(job: Job) -> Awaitable[None]:
         return checker.ask_current(client, job.outcome, job.plan, deadline, save=not job.synced)
 
-    cap = checker.settings.max_open_documents
+    cap = checker.state.settings.max_open_documents
     client.max_open_documents = max(client.max_open_documents, cap + len(jobs))
     try:
         await _each([j for j in jobs if j.baseline], baseline, gate, run, final=False)

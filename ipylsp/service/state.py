@@ -1,0 +1,44 @@
+"""`ServiceState`: what the rooms of the service share, owned once.
+
+The settings, the client pool, the resolver (which servers serve a path, rooted where), the
+files the service has checked (`check.checked_files`) and the store as a cache (`cache`).
+The facade makes one and hands it to the check pipeline, the queries and the administration
+of servers; `configure` is the only place the settings change. Holds no behaviour of its
+own beyond that: it may not check, query or render anything.
+"""
+
+from __future__ import annotations
+
+from ipylsp.model.settings import Settings
+from ipylsp.service.cache import Answers, store_file
+from ipylsp.service.check.checked_files import KnownFiles
+from ipylsp.service.runtime.pool import ClientPool
+from ipylsp.service.runtime.resolver import Resolver
+
+
+class ServiceState:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self.pool = ClientPool(settings)
+        self.resolver = Resolver(settings, self.pool)
+        self.known = KnownFiles()
+        self.answers = Answers(settings)
+        """The store, as a cache of servers' answers (its `store` is None when off)."""
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    def configure(self, settings: Settings) -> None:
+        """New settings for every part at once; a new store file (`store`, `store_path`) is
+        opened in place of the old one."""
+        self._settings = self.pool.settings = self.resolver.settings = settings
+        if store_file(settings) != self.answers.configured:
+            self.answers.close()
+            self.answers = Answers(settings)
+
+    def close(self) -> None:
+        """Queued automatic installs dropped, the store closed (the pool is closed on the
+        loop, by the facade)."""
+        self.resolver.close()
+        self.answers.close()
