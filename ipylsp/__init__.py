@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 from ipylsp._version import __version__
 
 if TYPE_CHECKING:
+    from ipylsp.lsp.requests import FeatureResult
+    from ipylsp.model.answers import Completion, Location, Symbol
     from ipylsp.model.diagnostics import Report
     from ipylsp.model.settings import Settings
-    from ipylsp.service.queries import FeatureResult
     from ipylsp.service.runtime.pool import SlotStatus
     from ipylsp.service.service import Service
 
@@ -97,35 +98,59 @@ def pending() -> Report:
                           "nothing pending")
 
 
-def _feature(kind: str, path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
+def _feature(kind: str, path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[Any]:
     if not isinstance(line, int) or not isinstance(column, int) or line < 1 or column < 1:
         raise ValueError("line and column are 1-based positive integers")
     return get_service().feature(kind, path, line - 1, column - 1)
 
 
-def hover(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
+def hover(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[str]:
     """Hover text at a 1-based line and column (in characters); it prints as the answer."""
     return _feature("hover", path, line, column)
 
 
-def definition(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
+def definition(
+    path: str | os.PathLike[str], line: int, column: int
+) -> FeatureResult[tuple[Location, ...]]:
     """Where the symbol at a 1-based position is defined."""
     return _feature("definition", path, line, column)
 
 
-def references(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
+def references(
+    path: str | os.PathLike[str], line: int, column: int
+) -> FeatureResult[tuple[Location, ...]]:
     """Every reference to the symbol at a 1-based position."""
     return _feature("references", path, line, column)
 
 
-def completions(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult:
-    """Completion labels at a 1-based position."""
+def completions(
+    path: str | os.PathLike[str], line: int, column: int
+) -> FeatureResult[tuple[Completion, ...]]:
+    """What may be written at a 1-based position (the labels print, one a line)."""
     return _feature("completions", path, line, column)
 
 
-def symbols(path: str | os.PathLike[str]) -> FeatureResult:
+def symbols(path: str | os.PathLike[str]) -> FeatureResult[tuple[Symbol, ...]]:
     """The file's symbols (nested ones indented)."""
     return get_service().feature("symbols", path)
+
+
+def __getattr__(name: str) -> Callable[..., FeatureResult[Any]]:
+    """`ipylsp.<api>(path, line, column)` for every feature that names an `api` (its `Feature`
+    in `ipylsp/lsp/requests/`): positions 1-based, the answer prints as text."""
+    from ipylsp.lsp.requests import FEATURES
+
+    found = [f for f in FEATURES.values() if f.api == name]
+    if not found:
+        raise AttributeError(f"module 'ipylsp' has no attribute {name!r}")
+    kind, about = found[0].kind, found[0].about
+
+    def ask(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[Any]:
+        return _feature(kind, path, line, column)
+
+    ask.__name__ = ask.__qualname__ = name
+    ask.__doc__ = f"{about} Positions are 1-based (characters)."
+    return ask
 
 
 def subscribe(callback: Callable[[Report], object]) -> None:

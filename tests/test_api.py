@@ -63,12 +63,12 @@ def test_language_features_take_and_give_one_based_positions(workspace: Path) ->
     ipylsp.check(main)
     hover = ipylsp.hover(main, 3, 9)
     assert hover.error == ""
-    assert hover.text == "def area(\n    width: int,\n    height: int\n) -> int"
+    assert hover.answer == "def area(\n    width: int,\n    height: int\n) -> int"
     assert ipylsp.definition(main, 3, 9).format(workspace) == "lib.py:1:5"
     assert sorted(ipylsp.references(workspace / "lib.py", 1, 5).format(workspace).split()) == [
         "lib.py:1:5", "main.py:1:17", "main.py:3:9",
     ]
-    assert "area" in ipylsp.completions(main, 3, 9).items
+    assert "area" in ipylsp.completions(main, 3, 9).format(workspace).splitlines()
     assert ipylsp.symbols(main).format(workspace).splitlines() == ["variable total [3:1]"]
 
 

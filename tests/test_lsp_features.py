@@ -1,4 +1,4 @@
-"""The typed feature functions of `lsp.features` against real servers (ty, basedpyright,
+"""The typed request functions of `lsp/requests/` against real servers (ty, basedpyright,
 TypeScript 7), and lsprotocol's structuring of malformed answers."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import ClientError, LanguageClient
-from ipylsp.lsp.requests import queries, rename
-from ipylsp.lsp.requests.queries import At
+from ipylsp.lsp.requests import calls, completion, hover, locations, rename, symbols
+from ipylsp.lsp.requests.request import At
 from ipylsp.model.answers import Location
 from ipylsp.model.diagnostics import UnknownReason
 from ipylsp.model.edits import apply
@@ -84,24 +84,24 @@ def test_python_features_answer_in_code_points(
         await client.sync_document(shapes, SHAPES, "python")
         await client.sync_document(main, text, "python")
         on_square = At(main, text, 3, 6)  # sq = Square(2.0): the "S"
-        assert await queries.definition(client, on_square, texts, 30) == (
+        assert await locations.definition(client, on_square, texts, 30) == (
             Location(shapes, 4, 6),
         )
-        hover = await queries.hover(client, At(main, text, 4, 9), 30)  # sq.area
-        assert hover == HOVER[server_id]
-        refs = await queries.references(client, At(shapes, SHAPES, 4, 6), texts, 30)
+        hovered = await hover.hover(client, At(main, text, 4, 9), 30)  # sq.area
+        assert hovered == HOVER[server_id]
+        refs = await locations.references(client, At(shapes, SHAPES, 4, 6), texts, 30)
         assert set(refs) >= {Location(shapes, 4, 6), Location(main, 0, 19), Location(main, 3, 5)}
-        type_of_sq = await queries.type_definition(client, At(main, text, 3, 0), texts, 30)
+        type_of_sq = await locations.type_definition(client, At(main, text, 3, 0), texts, 30)
         assert type_of_sq == (Location(shapes, 4, 6),)
-        outline = await queries.document_symbols(client, shapes, SHAPES, 30)
+        outline = await symbols.document_symbols(client, shapes, SHAPES, 30)
         assert [(s.kind, s.name, s.line, s.column, s.depth) for s in outline][:3] == [
             ("class", "Shape", 0, 6, 0),
             ("method", "area", 1, 8, 1),
             ("class", "Square", 4, 6, 0),
         ]
-        found = await queries.workspace_symbols(client, "Square", texts, 30)
+        found = await symbols.workspace_symbols(client, "Square", texts, 30)
         assert any(s.name == "Square" and s.path == shapes and s.line == 4 for s in found)
-        items = await queries.completions(client, At(main, text, 5, 3), 30)  # sq.|
+        items = await completion.completions(client, At(main, text, 5, 3), 30)  # sq.|
         assert "area" in [item.label for item in items]
 
     asyncio.run(with_client(server_id, shapes.parent, body))
@@ -123,9 +123,9 @@ def test_typescript_implementation_and_definition(
     async def body(client: LanguageClient) -> None:
         await client.sync_document(path, source, "typescript")
         on_interface = At(path, source, 0, 10)
-        impls = await queries.implementation(client, on_interface, texts, 30)
+        impls = await locations.implementation(client, on_interface, texts, 30)
         assert Location(path, 1, 6) in impls
-        assert await queries.definition(client, At(path, source, 3, 2), texts, 30) == (
+        assert await locations.definition(client, At(path, source, 3, 2), texts, 30) == (
             Location(path, 0, 20),
         )
 
@@ -180,11 +180,11 @@ def test_calls_and_rename_preview(
 
     async def body(client: LanguageClient) -> None:
         await client.sync_document(path, CALLS, "python")
-        incoming = await queries.calls(client, At(path, CALLS, 0, 4), "incoming", texts, 30)
+        incoming = await calls.calls(client, At(path, CALLS, 0, 4), "incoming", texts, 30)
         assert [(s.name, s.line, s.depth) for s in incoming] == [
             ("helper", 0, 0), ("main", 3, 1), ("other", 6, 1)
         ]
-        outgoing = await queries.calls(client, At(path, CALLS, 3, 4), "outgoing", texts, 30)
+        outgoing = await calls.calls(client, At(path, CALLS, 3, 4), "outgoing", texts, 30)
         assert [(s.name, s.line, s.depth) for s in outgoing] == [("main", 3, 0), ("helper", 0, 1)]
         edits = await rename.rename(client, At(path, CALLS, 0, 4), "assist", texts, 30)
         renamed = apply(CALLS, edits)

@@ -186,7 +186,7 @@ def test_feature_on_an_unreadable_file_is_an_error_not_an_exception(
     folder = workspace / "d.sh"
     folder.mkdir()  # read_text raised IsADirectoryError into the caller
     result = service.feature("hover", folder)
-    assert (result.reason, result.error) == ("no_file", f"no such file: {folder}")
+    assert (result.reason, result.error) == (UnknownReason.NO_FILE, f"no such file: {folder}")
 
 
 def test_crashed_server_is_restarted_and_answers(

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ipylsp.lsp.requests import FeatureResult
+from ipylsp.model.diagnostics import UnknownReason
 from ipylsp.model.edits import apply, preview
 from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
 from ipylsp.model.settings import Settings
 from ipylsp.servers import registry
-from ipylsp.service.queries import FeatureResult
 from ipylsp.service.service import Service
 from tests.conftest import fake_command
 from tests.real_servers import DATA_DIR, require, workspace, write
@@ -73,7 +75,7 @@ def service(request: pytest.FixtureRequest, root: Path) -> Iterator[Service]:
         yield service
 
 
-def answered(result: FeatureResult) -> FeatureResult:
+def answered(result: FeatureResult[Any]) -> FeatureResult[Any]:
     assert result.reason is None and not result.error, result.error
     return result
 
@@ -82,7 +84,7 @@ def test_python_features(service: Service, root: Path) -> None:
     shapes, main = root / "shapes.py", root / "main.py"
     server_id = answered(service.feature("hover", main, 4, 9)).server_id
     assert server_id in HOVER
-    assert service.feature("hover", main, 4, 9).text == HOVER[server_id]
+    assert service.feature("hover", main, 4, 9).answer == HOVER[server_id]
     assert answered(service.feature("definition", main, 3, 6)).format(root) == "shapes.py:5:7"
     assert service.feature("type_definition", main, 3, 0).format(root) == "shapes.py:5:7"
     references = service.feature("references", shapes, 12, 4).format(root).splitlines()
@@ -102,19 +104,19 @@ def test_python_features(service: Service, root: Path) -> None:
 
     found = answered(service.feature("workspace_symbols", main, query="total"))
     assert found.format(root) == TOTAL_SYMBOL[server_id]
-    assert found.symbols[0].path == shapes
+    assert found.answer[0].path == shapes
 
     completions = answered(service.feature("completions", main, 4, 13))  # print(sq.area|(
-    area = [c for c in completions.completions if c.label == "area"]
+    area = [c for c in completions.answer if c.label == "area"]
     assert [c.kind for c in area] == ["method"]
-    assert completions.items == tuple(c.label for c in completions.completions)
+    assert completions.format(root).splitlines() == [c.label for c in completions.answer]
 
     renamed = answered(service.feature("rename", shapes, 4, 6, new_name="Box"))
-    assert {edit.path for edit in renamed.edits} == {shapes, main}
-    assert apply(SHAPES, [e for e in renamed.edits if e.path == shapes]) == SHAPES.replace(
+    assert {edit.path for edit in renamed.answer} == {shapes, main}
+    assert apply(SHAPES, [e for e in renamed.answer if e.path == shapes]) == SHAPES.replace(
         "Square", "Box"
     )
-    assert apply(MAIN, [e for e in renamed.edits if e.path == main]) == MAIN.replace(
+    assert apply(MAIN, [e for e in renamed.answer if e.path == main]) == MAIN.replace(
         "Square", "Box"
     )
     assert (shapes.read_text(), main.read_text()) == (SHAPES, MAIN)  # nothing applied
@@ -132,9 +134,9 @@ REMOVE_OS = (
 )
 
 
-def actions_by_title(result: FeatureResult) -> dict[str, str]:
+def actions_by_title(result: FeatureResult[Any]) -> dict[str, str]:
     """Each action's title -> the text its edits would make of FIX."""
-    return {a.title: apply(FIX, a.edits) for a in answered(result).actions}
+    return {a.title: apply(FIX, a.edits) for a in answered(result).answer}
 
 
 def test_code_actions_basedpyright_and_ruff(root: Path) -> None:
@@ -142,15 +144,15 @@ def test_code_actions_basedpyright_and_ruff(root: Path) -> None:
     with python_service("basedpyright", "ruff") as service:
         on_import = service.feature("code_actions", path, 0)
         assert on_import.server_id == "basedpyright+ruff"
-        assert [(a.server_id, a.title, a.fixes) for a in on_import.actions] == [
+        assert [(a.server_id, a.title, a.fixes) for a in on_import.answer] == [
             ("basedpyright", "Add `# pyright: ignore[reportUnusedImport]`",
              ("reportUnusedImport",)),
             ("ruff", "Ruff (F401): Remove unused import: `os`", ("F401",)),
             ("ruff", "Ruff (F401): Disable for this line", ("F401",)),
         ]
-        remove = on_import.actions[1]
+        remove = on_import.answer[1]
         assert preview(remove.edits, {path: FIX}, {path: "fix.py"}) == REMOVE_OS
-        assert apply(FIX, on_import.actions[2].edits) == FIX.replace(
+        assert apply(FIX, on_import.answer[2].edits) == FIX.replace(
             "import os\n", "import os  # noqa: F401\n"
         )
         # basedpyright's add-import for an undefined name (it sorts the import in)
@@ -161,7 +163,7 @@ def test_code_actions_basedpyright_and_ruff(root: Path) -> None:
         assert fixes["Ruff (F821): Disable for this line"] == FIX.replace(
             'Path("a")\n', 'Path("a")  # noqa: F821\n'
         )
-        assert service.feature("code_actions", path, 3).actions == ()  # a clean line
+        assert service.feature("code_actions", path, 3).answer == ()  # a clean line
         assert path.read_text() == FIX
 
 
@@ -169,17 +171,17 @@ def test_code_actions_ty_and_ruff(root: Path) -> None:
     path = write(root, "fix.py", FIX)
     with python_service("ty", "ruff") as service:
         on_import = service.feature("code_actions", path, 0)
-        assert [a.title for a in on_import.actions] == [  # ty has no unused-import rule
+        assert [a.title for a in on_import.answer] == [  # ty has no unused-import rule
             "Ruff (F401): Remove unused import: `os`", "Ruff (F401): Disable for this line"
         ]
         on_path = service.feature("code_actions", path, 4)
-        ty_titles = [a.title for a in on_path.actions if a.server_id == "ty"]
+        ty_titles = [a.title for a in on_path.answer if a.server_id == "ty"]
         # ty imports from every module it can see that defines the name, stdlib first
         assert ty_titles[:2] == ["import pathlib.Path", "import zipfile.Path"]
         assert ty_titles[-1] == "Ignore 'unresolved-reference' for this line"
         fixes = actions_by_title(on_path)
         assert fixes["import pathlib.Path"] == "from pathlib import Path\n" + FIX
-        assert on_path.actions[0].fixes == ("unresolved-reference",)
+        assert on_path.answer[0].fixes == ("unresolved-reference",)
 
 
 def test_typescript_definition_and_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,10 +197,10 @@ def test_typescript_definition_and_rename(tmp_path: Path, monkeypatch: pytest.Mo
             "greet.ts:1:17"
         )
         renamed = answered(service.feature("rename", greet, 0, 16, new_name="welcome"))
-        assert apply(greet_ts, [e for e in renamed.edits if e.path == greet]) == (
+        assert apply(greet_ts, [e for e in renamed.answer if e.path == greet]) == (
             greet_ts.replace("greet", "welcome")
         )
-        assert apply(main_ts, [e for e in renamed.edits if e.path == main]) == (
+        assert apply(main_ts, [e for e in renamed.answer if e.path == main]) == (
             main_ts.replace("greet(", "welcome(").replace("{ greet }", "{ welcome }")
         )
 
@@ -207,12 +209,12 @@ def test_failure_reasons_from_real_servers(root: Path) -> None:
     write(root, "notes.xyz", "hello\n")
     missing = ServerOverride(command=("/nonexistent/ty",))
     with python_service("ruff") as service:
-        assert service.feature("hover", root / "nope.py").reason == "no_file"
-        assert service.feature("hover", root).reason == "no_file"  # a directory
-        assert service.feature("hover", root / "notes.xyz").reason == "no_language"
+        assert service.feature("hover", root / "nope.py").reason is UnknownReason.NO_FILE
+        assert service.feature("hover", root).reason is UnknownReason.NO_FILE  # a directory
+        assert service.feature("hover", root / "notes.xyz").reason is UnknownReason.NO_LANGUAGE
         no_rename = service.feature("rename", root / "main.py", 0, 20, new_name="x")
         assert (no_rename.reason, no_rename.error) == (
-            "no_provider", "no server for main.py offers rename"
+            UnknownReason.NO_PROVIDER, "no server for main.py offers rename"
         )
     settings = Settings(language_servers={"python": ("ty",)}, servers={"ty": missing},
                         data_dir=DATA_DIR)
@@ -220,7 +222,9 @@ def test_failure_reasons_from_real_servers(root: Path) -> None:
         absent = service.feature("definition", root / "main.py", 3, 6)
         ty = registry.get("ty")
         assert ty is not None
-        assert (absent.reason, absent.hint) == ("not_installed", registry.install_hint(ty))
+        assert (absent.reason, absent.hint) == (
+            UnknownReason.NOT_INSTALLED, registry.install_hint(ty)
+        )
         assert absent.hint and absent.error.startswith("ty: not installed: ")
 
 
@@ -236,12 +240,14 @@ def fake_service(*flags: str) -> Service:
 @pytest.mark.parametrize(
     ("flags", "reason"),
     [
-        (("--error-on", "textDocument/hover"), "failed"),
-        (("--crash-on", "textDocument/hover"), "crashed"),
-        (("--hang-on", "textDocument/hover"), "timed_out"),
+        (("--error-on", "textDocument/hover"), UnknownReason.FAILED),
+        (("--crash-on", "textDocument/hover"), UnknownReason.CRASHED),
+        (("--hang-on", "textDocument/hover"), UnknownReason.TIMED_OUT),
     ],
 )
-def test_failure_reasons_from_faults(tmp_path: Path, flags: tuple[str, ...], reason: str) -> None:
+def test_failure_reasons_from_faults(
+    tmp_path: Path, flags: tuple[str, ...], reason: UnknownReason
+) -> None:
     path = write(tmp_path, "a.sh", "echo hi\n")
     with fake_service(*flags) as service:
         assert service.feature("hover", path).reason == reason
@@ -250,9 +256,12 @@ def test_failure_reasons_from_faults(tmp_path: Path, flags: tuple[str, ...], rea
 def test_a_server_that_keeps_timing_out_is_broken_with_a_hint(tmp_path: Path) -> None:
     path = write(tmp_path, "a.sh", "echo hi\n")
     with fake_service("--hang-on", "textDocument/hover") as service:
-        assert [service.feature("hover", path).reason for _ in range(2)] == ["timed_out"] * 2
+        reasons = [service.feature("hover", path).reason for _ in range(2)]
+        assert reasons == [UnknownReason.TIMED_OUT] * 2
         broken = service.feature("hover", path)
-        assert (broken.reason, broken.hint) == ("broken", "`%lsp restart fake` starts it again")
+        assert (broken.reason, broken.hint) == (
+            UnknownReason.BROKEN, "`%lsp restart fake` starts it again"
+        )
 
 
 def test_answers_follow_open_documents_changed_on_disk(service: Service, root: Path) -> None:
@@ -266,4 +275,4 @@ def test_answers_follow_open_documents_changed_on_disk(service: Service, root: P
     assert sorted(references) == ["main.py:1:20", "main.py:4:6", "main.py:9:23", "shapes.py:7:7"]
     shapes.unlink()  # gone: closed in the server, which is told it was deleted
     after = service.feature("definition", main, 3, 6)
-    assert after.reason is None and [loc for loc in after.locations if loc.path == shapes] == []
+    assert after.reason is None and [loc for loc in after.answer if loc.path == shapes] == []

@@ -264,7 +264,7 @@ def test_outlines_and_definitions_by_name_come_from_the_store(root: Path, tmp_pa
     main = write(root, "main.py", MAIN)
     with Service(ty_settings(store)) as live:
         outline = live.feature("symbols", shapes)
-    assert [s.name for s in outline.symbols] == ["Square", "area", "make"]
+    assert [s.name for s in outline.answer] == ["Square", "area", "make"]
     with Service(ty_settings(store, command=("no-such-ty", "server"))) as down:
         opened(down)
         cached = down.feature("symbols", shapes)
@@ -273,14 +273,14 @@ def test_outlines_and_definitions_by_name_come_from_the_store(root: Path, tmp_pa
         by_name = box.call("lsp_definition", {"symbol": "area"})
         shapes.write_text("# moved\n" + SHAPES)
         stale = down.feature("symbols", shapes)
-    assert cached.symbols == outline.symbols and cached.cached is not None
+    assert cached.answer == outline.answer and cached.cached is not None
     assert not cached.cached.stale and stale.cached is not None and stale.cached.stale
     assert re.fullmatch(
         r"class Square \[1:7\]\n  method area \[2:9\]\nfunction make \[6:5\]\n"
         r"\(cached \d+ s ago; ty: not installed: .*\)",
         cached.format(root),
     ), cached.format(root)
-    assert [(loc.path, loc.line, loc.column) for loc in definition.locations] == [(shapes, 5, 4)]
+    assert [(loc.path, loc.line, loc.column) for loc in definition.answer] == [(shapes, 5, 4)]
     assert by_name.ok, by_name.text
     assert by_name.text.splitlines()[0] == "shapes.py:2:9: def area(self) -> int:"
     assert by_name.data["source"] == "cache"

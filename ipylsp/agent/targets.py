@@ -18,6 +18,7 @@ from ipylsp.agent.errors import ToolError
 from ipylsp.agent.registry import Arguments
 from ipylsp.agent.text import fit, symbol_line
 from ipylsp.analysis.naturalsort import natural_key
+from ipylsp.lsp.requests.symbols import SYMBOLS, WORKSPACE_SYMBOLS
 from ipylsp.model.answers import Symbol
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def _chosen(box: Toolbox, found: list[Symbol], wanted: str, where: str, default:
 
 
 def _in_outline(box: Toolbox, path: Path, text: str, wanted: str) -> Target:
-    outline = box.feature("symbols", path).symbols
+    outline = (box.feature(SYMBOLS, path).answer or ())
     shown = box.workspace.shown(path)
     chosen = _chosen(box, _matches(outline, wanted), wanted, f"in {shown}", path)
     return Target(path, text, chosen.line, chosen.column)
@@ -127,16 +128,16 @@ def _in_workspace(box: Toolbox, wanted: str) -> Target:
     samples = one_file_per_language(box)
     for sample in samples:
         try:
-            answer = box.feature("workspace_symbols", sample, query=name)
+            answer = box.feature(WORKSPACE_SYMBOLS, sample, query=name)
         except ToolError as error:
             errors.append(error)
             continue
-        for symbol in _matches(answer.symbols, wanted):
+        for symbol in _matches((answer.answer or ()), wanted):
             if symbol.path is not None:
                 column = _on_name(box.read(symbol.path), symbol)
                 found.setdefault((symbol.path, symbol.line, column),
                                  dataclasses.replace(symbol, column=column))
-        for symbol in _in_outlines(box, answer.symbols, wanted):
+        for symbol in _in_outlines(box, (answer.answer or ()), wanted):
             assert symbol.path is not None
             found.setdefault((symbol.path, symbol.line, symbol.column), symbol)
     if not found and errors and len(errors) == len(samples):  # no search answered at all
@@ -171,7 +172,7 @@ def _in_outlines(box: Toolbox, symbols: Sequence[Symbol], wanted: str) -> list[S
     found = []
     for path in paths:
         assert path is not None
-        for symbol in _matches(box.feature("symbols", path).symbols, wanted):
+        for symbol in _matches((box.feature(SYMBOLS, path).answer or ()), wanted):
             found.append(dataclasses.replace(symbol, path=path))
     return found
 

@@ -7,30 +7,35 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ipylsp.agent.errors import ErrorCode, ToolError
 from ipylsp.agent.registry import TOOLS, Arguments
 from ipylsp.agent.result import ToolResult
 from ipylsp.agent.workspace import Workspace
+from ipylsp.model.diagnostics import UnknownReason
 
 if TYPE_CHECKING:
-    from ipylsp.service.queries import FeatureFailure, FeatureResult
+    from ipylsp.lsp.requests import Feature, FeatureResult
     from ipylsp.service.service import Service
+
+A = TypeVar("A")
 
 log = logging.getLogger(__name__)
 
-_FAILURES: dict[FeatureFailure, ErrorCode] = {
-    "no_file": "file_not_found",
-    "no_language": "unsupported_language",
-    "no_provider": "server_unavailable",
-    "not_installed": "server_unavailable",
-    "broken": "server_unavailable",
-    "timed_out": "timeout",
-    "crashed": "server_exited",
-    "failed": "lsp_error",
-    "refused": "server_unavailable",
+ERROR_CODES: dict[UnknownReason, ErrorCode] = {
+    UnknownReason.NO_FILE: "file_not_found",
+    UnknownReason.NO_LANGUAGE: "unsupported_language",
+    UnknownReason.NO_PROVIDER: "server_unavailable",
+    UnknownReason.NOT_INSTALLED: "server_unavailable",
+    UnknownReason.BROKEN: "server_unavailable",
+    UnknownReason.REFUSED: "server_unavailable",
+    UnknownReason.TIMED_OUT: "timeout",
+    UnknownReason.CRASHED: "server_exited",
+    UnknownReason.FAILED: "lsp_error",
 }
+"""Why there is no answer, as the agent's error code: the one place the vocabulary meets
+the agents' (HTTP statuses follow from the code, `server.handlers`)."""
 
 _NEXT_STEP: dict[ErrorCode, str] = {
     "timeout": "retry in a moment (the server may still be starting or indexing); "
@@ -96,7 +101,7 @@ class Toolbox:
 
     def feature(
         self,
-        kind: str,
+        kind: Feature[A],
         path: Path,
         line: int = 0,
         column: int = 0,
@@ -104,17 +109,17 @@ class Toolbox:
         direction: str = "incoming",
         new_name: str = "",
         query: str = "",
-    ) -> FeatureResult:
+    ) -> FeatureResult[A]:
         """`Service.feature`, its failure raised as the matching `ToolError`."""
         result = self.service.feature(
             kind, path, line, column, direction=direction, new_name=new_name, query=query
         )
         if result.reason is None and not result.error:
             return result
-        code = _FAILURES.get(result.reason, "lsp_error") if result.reason else "lsp_error"
-        detail = result.error.strip() or f"{kind} failed"
+        code = ERROR_CODES.get(result.reason, "lsp_error") if result.reason else "lsp_error"
+        detail = result.error.strip() or f"{kind.kind} failed"
         step = result.hint or _NEXT_STEP.get(code, "")
-        if result.reason == "no_provider":
+        if result.reason is UnknownReason.NO_PROVIDER:
             step = "no server for this file offers it; lsp_status lists the installed servers"
         raise ToolError(code, f"{detail}; {step}" if step else detail)
 

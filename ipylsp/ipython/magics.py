@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -15,7 +15,9 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from ipylsp.ipython.display import ReportView, TextView, options_for
 from ipylsp.ipython.extension import CellChecks
 
-FEATURES = ("hover", "definition", "references", "completions")
+if TYPE_CHECKING:
+    from ipylsp.lsp.requests import Feature
+
 SEE_LIST = "(see %lsp list)"
 FAILURE_TAIL = 10
 """Lines of a failed installer's output shown with its message."""
@@ -97,19 +99,30 @@ def _parser() -> _Parser:
         help="from the store (any kernel's answers, no server needed); PATH may be a "
         "directory (default: the current one)",
     )
-    for name in FEATURES:
-        cmd = add(name, f"{name} at PATH:LINE:COL (1-based)")
-        cmd.add_argument(
-            "position", metavar="PATH:LINE:COL", help="1-based line and column (characters)"
-        )
-    symbols = add("symbols", "the symbols of a file")
-    symbols.add_argument("path", help="the file")
+    for name, feature in magic_features().items():  # one subcommand each, from its `Feature`
+        if feature.takes == "file":
+            cmd = add(name, f"the {feature.kind} of a file")
+            cmd.add_argument("path", help="the file")
+        else:
+            cmd = add(name, f"{name} at PATH:LINE:COL (1-based)")
+            cmd.add_argument(
+                "position", metavar="PATH:LINE:COL", help="1-based line and column (characters)"
+            )
     add("pending", "problems not yet handed over, then forget them")
     cache = add("cache", "the store of servers' answers: its size, or clear it")
     cache.add_argument("action", choices=("info", "clear"))
     add("on", "check cells and the files they write")
     add("off", "stop checking cells and the files they write")
     return parser
+
+
+def magic_features() -> dict[str, Feature[Any]]:
+    """The features `%lsp` answers, by subcommand: every registered one naming a `magic`
+    that takes a place or a file."""
+    from ipylsp.lsp.requests import FEATURES
+
+    return {f.magic: f for f in FEATURES.values()
+            if f.magic is not None and f.takes in ("position", "file")}
 
 
 def parse_position(text: str) -> tuple[str, int, int]:
@@ -138,8 +151,8 @@ class LspMagics(Magics):
     @line_cell_magic
     def lsp(self, line: str, cell: str | None = None) -> Any:
         """Language servers: %lsp status | list | install | which | start | stop | restart |
-        check | check_cell | diagnostics | hover | definition | references | completions |
-        symbols | pending | cache | on | off  (each with -h)."""
+        check | check_cell | diagnostics | pending | cache | on | off, and the features at
+        PATH:LINE:COL (hover, definition, ...; `%lsp -h` lists them), each with -h."""
         parts = line.strip().split(None, 1)  # the code is taken as written, not shell-split
         is_check_cell = bool(parts) and parts[0] == "check_cell"
         rest = parts[1] if len(parts) > 1 else ""
@@ -155,6 +168,9 @@ class LspMagics(Magics):
             raise UsageError(f"%lsp: {exc}") from None
         if args.command is None:
             return TextView(_parser().format_help().rstrip())
+        feature = magic_features().get(args.command)
+        if feature is not None:
+            return self._feature(feature, args)
         handler = getattr(self, "_" + args.command)
         return handler(args)
 
@@ -249,29 +265,15 @@ class LspMagics(Magics):
         return ReportView(report, options_for(self.checks.config),
                           "no known problems" if report.files else "nothing checked yet")
 
-    def _feature(self, kind: str, position: str) -> TextView:
-        path, line, column = parse_position(position)
+    def _feature(self, feature: Feature[Any], args: argparse.Namespace) -> TextView:
+        """A feature at PATH:LINE:COL, or of a file (`takes` "file")."""
+        if feature.takes == "file":
+            path, line, column = args.path, 0, 0
+        else:
+            path, line, column = parse_position(args.position)
         if not Path(path).exists():
-            raise UsageError(f"%lsp {kind}: no such file: {path}")
-        result = self.checks.service.feature(kind, path, line, column)
-        return TextView(result.format(Path.cwd()))
-
-    def _hover(self, args: argparse.Namespace) -> TextView:
-        return self._feature("hover", args.position)
-
-    def _definition(self, args: argparse.Namespace) -> TextView:
-        return self._feature("definition", args.position)
-
-    def _references(self, args: argparse.Namespace) -> TextView:
-        return self._feature("references", args.position)
-
-    def _completions(self, args: argparse.Namespace) -> TextView:
-        return self._feature("completions", args.position)
-
-    def _symbols(self, args: argparse.Namespace) -> TextView:
-        if not Path(args.path).exists():
-            raise UsageError(f"%lsp symbols: no such file: {args.path}")
-        result = self.checks.service.feature("symbols", args.path)
+            raise UsageError(f"%lsp {feature.magic}: no such file: {path}")
+        result = self.checks.service.feature(feature, path, line, column)
         return TextView(result.format(Path.cwd()))
 
     def _cache(self, args: argparse.Namespace) -> TextView:

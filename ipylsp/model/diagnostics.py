@@ -98,8 +98,15 @@ class Diagnostic:
 
 
 class UnknownReason(enum.Enum):
-    """Why a server's answer for a file is not known. Never shown as clean."""
+    """Why there is no answer: the one vocabulary of checks and queries alike, mapped to agent
+    error codes and HTTP statuses only at those surfaces. Never shown as clean."""
 
+    NO_FILE = "no such file"
+    """The file does not exist, or is not readable text (queries)."""
+    NO_LANGUAGE = "no language server"
+    """No language server knows the file's kind (queries)."""
+    NO_PROVIDER = "not offered"
+    """The file's servers run, but none offers the feature (queries)."""
     TIMED_OUT = "timed out"
     NOT_INSTALLED = "not installed"
     BROKEN = "broken"
@@ -158,3 +165,13 @@ class Report:
     @property
     def has_unknown(self) -> bool:
         return bool(self.unknown) or any(f.unknown for f in self.files)
+
+
+def display_path(path: Path, root: Path | None) -> str:
+    """Relative to the workspace root; absolute outside one."""
+    if root is not None:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return str(path)

@@ -26,11 +26,11 @@ from pathlib import Path
 
 from ipylsp.analysis import delta as delta_mod
 from ipylsp.model.answers import Symbol
-from ipylsp.model.diagnostics import Cached, Diagnostic, FileReport, Report
+from ipylsp.model.diagnostics import Cached, Diagnostic, FileReport, Report, display_path
 from ipylsp.model.settings import Settings
 from ipylsp.servers.executables import data_dir
 from ipylsp.service.check.before_text import readable_text
-from ipylsp.service.check.file_reports import common_root, display_path, display_root
+from ipylsp.service.check.file_reports import common_root, display_root
 from ipylsp.service.runtime.pool import Slot
 from ipylsp.store import Store, Stored, StoredSymbols
 

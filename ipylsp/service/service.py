@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ipylsp.analysis.report import FormatOptions
 from ipylsp.lsp.jsonrpc import deadline_scope
@@ -31,7 +31,7 @@ from ipylsp.service.check.files import Checker
 from ipylsp.service.check.late_answers import LateAnswers
 from ipylsp.service.outputs.pending import PendingChannel
 from ipylsp.service.outputs.subscribers import ReportSink, Subscriber
-from ipylsp.service.queries import PROVIDERS, FeatureResult, request_feature
+from ipylsp.service.queries import Feature, FeatureResult, feature_of, request_feature
 from ipylsp.service.runtime import cleanup
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.runtime.pool import SlotStatus
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["FileCheck", "Service"]
+
+A = TypeVar("A")
 
 class Service:
     """Language servers for any number of workspaces, driven from a background loop."""
@@ -357,9 +359,23 @@ class Service:
         """The background loop's thread (started if needed; starting it spawns no server)."""
         return self._background().thread_ident
 
+    @overload
+    def feature(
+        self, kind: Feature[A], path: str | os.PathLike[str], line: int = 0, column: int = 0,
+        *, timeout: float | None = None, direction: str = "incoming", new_name: str = "",
+        query: str = "",
+    ) -> FeatureResult[A]: ...
+
+    @overload
+    def feature(
+        self, kind: str, path: str | os.PathLike[str], line: int = 0, column: int = 0,
+        *, timeout: float | None = None, direction: str = "incoming", new_name: str = "",
+        query: str = "",
+    ) -> FeatureResult[Any]: ...
+
     def feature(
         self,
-        kind: str,
+        kind: str | Feature[Any],
         path: str | os.PathLike[str],
         line: int = 0,
         column: int = 0,
@@ -368,38 +384,41 @@ class Service:
         direction: str = "incoming",
         new_name: str = "",
         query: str = "",
-    ) -> FeatureResult:
-        """A language feature (`PROVIDERS`: hover, definition, ..., rename, code_actions) at a
-        0-based position. `direction` is for calls ("incoming"/"outgoing"), `new_name` for
-        rename, `query` for workspace_symbols (where `path` only chooses the servers)."""
-        if kind not in PROVIDERS:
-            raise ValueError(f"unknown feature {kind!r}; one of {', '.join(PROVIDERS)}")
+    ) -> FeatureResult[Any]:
+        """A language feature (a `Feature` of `lsp/requests/`, or its kind: "hover",
+        "definition", ..., "rename", "code_actions") at a 0-based position. `direction` is
+        for calls ("incoming"/"outgoing"), `new_name` for rename, `query` for
+        workspace_symbols (where `path` only chooses the servers)."""
+        feature = feature_of(kind)
         if not isinstance(line, int) or not isinstance(column, int) or line < 0 or column < 0:
             raise ValueError("line and column must be non-negative integers")
         budget = self._settings.wait_budget if timeout is None else float(timeout)
         deadline = time.monotonic() + budget
         coro = self._feature(
-            kind, self._normalize(path), line, column, deadline,
+            feature, self._normalize(path), line, column, deadline,
             {"direction": direction, "new_name": new_name, "query": query},
         )
         try:
             return self._background().run(coro, budget + HANDOVER_MARGIN)
         except LoopTimeout:
             return FeatureResult(
-                kind, error=f"no answer within {budget:.1f} s", reason="timed_out"
+                feature.kind, error=f"no answer within {budget:.1f} s",
+                reason=UnknownReason.TIMED_OUT,
             )
 
     async def _feature(
-        self, kind: str, path: Path, line: int, column: int, deadline: float,
+        self, feature: Feature[Any], path: Path, line: int, column: int, deadline: float,
         options: dict[str, str],
-    ) -> FeatureResult:
+    ) -> FeatureResult[Any]:
         try:
             return await request_feature(
-                self._state, kind, path, line, column, deadline, **options
+                self._state, feature, path, line, column, deadline, **options
             )
         except Exception as exc:  # an odd file or server answer must not reach the caller
-            log.exception("%s of %s failed", kind, path)
-            return FeatureResult(kind, error=f"failed: {exc!r}", reason="failed")
+            log.exception("%s of %s failed", feature.kind, path)
+            return FeatureResult(
+                feature.kind, error=f"failed: {exc!r}", reason=UnknownReason.FAILED
+            )
 
     def error_count(self) -> int:
         """Current errors of the checked files, one per problem however many servers report

@@ -13,6 +13,8 @@ from ipylsp.agent.registry import PATH, POSITION, Arguments, tool
 from ipylsp.agent.result import ToolResult
 from ipylsp.agent.targets import target
 from ipylsp.agent.text import fit
+from ipylsp.lsp.requests.code_actions import CODE_ACTIONS
+from ipylsp.lsp.requests.rename import RENAME
 from ipylsp.model.answers import CodeAction
 from ipylsp.model.edits import EditConflict, TextEdit, preview
 
@@ -60,16 +62,17 @@ def _files(box: Toolbox, edits: Iterable[TextEdit]) -> list[str]:
 )
 def lsp_rename_preview(box: Toolbox, args: Arguments) -> ToolResult:
     at = target(box, args)
-    answer = box.feature("rename", at.path, at.line, at.column, new_name=args["new_name"])
-    if not answer.edits:
+    answer = box.feature(RENAME, at.path, at.line, at.column, new_name=args["new_name"])
+    edits = answer.answer or ()
+    if not edits:
         return ToolResult(ok=True, text="(nothing to rename here)", data={"files": [], "diff": ""})
-    diff = _diff(box, answer.edits)
-    files = _files(box, answer.edits)
-    head = f"renaming changes {len(answer.edits)} places in {len(files)} files (not applied):"
+    diff = _diff(box, edits)
+    files = _files(box, edits)
+    head = f"renaming changes {len(edits)} places in {len(files)} files (not applied):"
     return ToolResult(
         ok=True,
         text=head + "\n" + fit(diff.splitlines(), box.max_chars - len(head)),
-        data={"files": files, "edits": len(answer.edits), "diff": diff,
+        data={"files": files, "edits": len(edits), "diff": diff,
               "server": answer.server_id},
     )
 
@@ -84,13 +87,13 @@ def lsp_rename_preview(box: Toolbox, args: Arguments) -> ToolResult:
 def lsp_code_actions(box: Toolbox, args: Arguments) -> ToolResult:
     path: Path = box.workspace.resolve(args["path"])
     at = target(box, {"path": args["path"], "line": args["line"], "column": 1})
-    answer = box.feature("code_actions", path, at.line, 0)
-    if not answer.actions:
+    answer = box.feature(CODE_ACTIONS, path, at.line, 0)
+    if not answer.answer:
         return ToolResult(ok=True, text=f"(no quick fixes for line {args['line']})",
                           data={"actions": []})
     blocks: list[str] = []
     data: list[dict[str, object]] = []
-    actions = sorted(answer.actions, key=_silences)  # fixes first, then ways to look away
+    actions = sorted(answer.answer, key=_silences)  # fixes first, then ways to look away
     shown = actions[:MAX_ACTIONS_SHOWN]
     for number, action in enumerate(actions, 1):
         fixes = f" ({', '.join(action.fixes)})" if action.fixes else ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ipylsp.agent.registry import PATH, POSITION, Arguments, Run, tool
 from ipylsp.agent.result import ToolResult
@@ -20,17 +20,24 @@ from ipylsp.agent.text import (
     symbol_data,
     symbol_line,
 )
-from ipylsp.model.answers import Symbol
+from ipylsp.lsp.requests import FEATURES
+from ipylsp.lsp.requests.calls import CALLS
+from ipylsp.lsp.requests.completion import COMPLETIONS
+from ipylsp.lsp.requests.feature import Feature
+from ipylsp.lsp.requests.hover import HOVER
+from ipylsp.lsp.requests.locations import DEFINITION, IMPLEMENTATION, REFERENCES, TYPE_DEFINITION
+from ipylsp.lsp.requests.symbols import SYMBOLS, WORKSPACE_SYMBOLS
+from ipylsp.model.answers import Location, Symbol
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
-    from ipylsp.service.queries import FeatureResult
+    from ipylsp.lsp.requests import FeatureResult
 
 MAX_COMPLETIONS = 20
 _AT = "Point at it with `path` + `line` + `symbol` (or `column`), or a `symbol` name alone."
 
 
-def _stored(result: ToolResult, answer: FeatureResult) -> ToolResult:
+def _stored(result: ToolResult, answer: FeatureResult[Any]) -> ToolResult:
     """An answer from the store says so: `(cached 3 min ago; why)` last in the text, and
     `data.source` "cache" with `data.cached` (issue 14)."""
     if answer.cached is None:
@@ -50,30 +57,31 @@ def _where(box: Toolbox, at: Target) -> dict[str, object]:
 @tool("lsp_hover", f"The type and documentation of the symbol at a place. {_AT}", POSITION)
 def lsp_hover(box: Toolbox, args: Arguments) -> ToolResult:
     at = target(box, args)
-    answer = box.feature("hover", at.path, at.line, at.column)
-    text = plain(answer.text)
+    answer = box.feature(HOVER, at.path, at.line, at.column)
+    text = plain(answer.answer or "")
     shown = fit(text.splitlines(), box.max_chars) if text else "(no hover information here)"
     return ToolResult(ok=True, text=shown, data={
         "at": _where(box, at), "hover": text, "server": answer.server_id,
     })
 
 
-def _places(kind: str, noun: str) -> Run:
+def _places(kind: Feature[tuple[Location, ...]], noun: str) -> Run:
     """A query whose answer is places (definition, type definition, implementation,
     references): one line per place, with the source line there."""
 
     def run(box: Toolbox, args: Arguments) -> ToolResult:
         at = target(box, args)
         answer = box.feature(kind, at.path, at.line, at.column)
+        places = answer.answer or ()
         sources = SourceLines()
-        lines = [location_line(box.workspace, loc, sources) for loc in answer.locations]
+        lines = [location_line(box.workspace, loc, sources) for loc in places]
         return _stored(ToolResult(
             ok=True,
             text=fit(lines, box.max_chars) if lines else f"(no {noun} found)",
             data={
                 "at": _where(box, at),
                 "locations": [location_data(box.workspace, loc, sources)
-                              for loc in answer.locations],
+                              for loc in places],
                 "server": answer.server_id,
             },
         ), answer)
@@ -82,14 +90,14 @@ def _places(kind: str, noun: str) -> Run:
 
 
 tool("lsp_definition", f"Where the symbol at a place is defined. {_AT}", POSITION)(
-    _places("definition", "definition"))
+    _places(DEFINITION, "definition"))
 tool("lsp_type_definition", f"Where the type of the symbol at a place is defined. {_AT}",
-     POSITION)(_places("type_definition", "type definition"))
+     POSITION)(_places(TYPE_DEFINITION, "type definition"))
 tool("lsp_implementation",
      f"The implementations of the interface, abstract method or protocol at a place. {_AT}",
-     POSITION)(_places("implementation", "implementation"))
+     POSITION)(_places(IMPLEMENTATION, "implementation"))
 tool("lsp_references", f"Every reference to the symbol at a place, its definition included. {_AT}",
-     POSITION)(_places("references", "references"))
+     POSITION)(_places(REFERENCES, "references"))
 
 
 @tool(
@@ -103,10 +111,11 @@ tool("lsp_references", f"Every reference to the symbol at a place, its definitio
 def lsp_calls(box: Toolbox, args: Arguments) -> ToolResult:
     at = target(box, args)
     direction = args.get("direction", "incoming")
-    answer = box.feature("calls", at.path, at.line, at.column, direction=direction)
-    if not answer.symbols:
+    answer = box.feature(CALLS, at.path, at.line, at.column, direction=direction)
+    found = answer.answer or ()
+    if not found:
         return ToolResult(ok=True, text="(no function to follow here)", data={"calls": []})
-    own, others = answer.symbols[0], answer.symbols[1:]
+    own, others = found[0], found[1:]
     head = f"{direction} calls of {symbol_line(box.workspace, own).strip()}:"
     lines = [symbol_line(box.workspace, s).strip() for s in others] or ["(none)"]
     return ToolResult(ok=True, text=head + "\n" + fit(lines, box.max_chars - len(head)), data={
@@ -129,11 +138,11 @@ def lsp_symbols(box: Toolbox, args: Arguments) -> ToolResult:
     from ipylsp.agent.targets import one_file_per_language
 
     query = args.get("query")
-    answers: list[FeatureResult] = []
+    answers: list[FeatureResult[tuple[Symbol, ...]]] = []
     if "path" in args:
         path = box.workspace.resolve(args["path"])
-        answers.append(box.feature("symbols", path))
-        found = answers[0].symbols
+        answers.append(box.feature(SYMBOLS, path))
+        found = answers[0].answer or ()
         if query:
             found = tuple(s for s in found if query.lower() in s.name.lower())
         lines = [f"{'  ' * s.depth}{s.kind} {s.name}  {s.line + 1}:{s.column + 1}" for s in found]
@@ -141,9 +150,9 @@ def lsp_symbols(box: Toolbox, args: Arguments) -> ToolResult:
     else:
         found_all: dict[tuple[Path | None, int, int], Symbol] = {}
         for sample in one_file_per_language(box):
-            answer = box.feature("workspace_symbols", sample, query=query or "")
+            answer = box.feature(WORKSPACE_SYMBOLS, sample, query=query or "")
             answers.append(answer)
-            for s in answer.symbols:
+            for s in answer.answer or ():
                 found_all.setdefault((s.path, s.line, s.column), s)
         symbols = list(found_all.values())
         lines = [symbol_line(box.workspace, s).strip() for s in symbols]
@@ -163,8 +172,8 @@ def lsp_symbols(box: Toolbox, args: Arguments) -> ToolResult:
 )
 def lsp_completions(box: Toolbox, args: Arguments) -> ToolResult:
     at = target(box, args)
-    answer = box.feature("completions", at.path, at.line, at.column)
-    items = answer.completions[:MAX_COMPLETIONS]
+    answer = box.feature(COMPLETIONS, at.path, at.line, at.column)
+    items = (answer.answer or ())[:MAX_COMPLETIONS]
     lines = [
         " ".join(part for part in (c.label, f"({c.kind})" if c.kind else "",
                                    c.detail or "") if part)
@@ -177,3 +186,29 @@ def lsp_completions(box: Toolbox, args: Arguments) -> ToolResult:
         "server": answer.server_id,
     })
 
+
+def _answering(feature: Feature[Any]) -> Run:
+    """The tool of a feature that has none written by hand: its answer at a place, as its
+    `render` gives it (paths relative to the workspace)."""
+
+    def run(box: Toolbox, args: Arguments) -> ToolResult:
+        at = target(box, args)
+        answer = box.feature(feature, at.path, at.line, at.column)
+        lines = feature.render(answer.answer, box.workspace.root) if answer.answer else []
+        text = "\n".join(lines)
+        return _stored(ToolResult(
+            ok=True, text=fit(text.splitlines(), box.max_chars) if text else feature.empty,
+            data={"at": _where(box, at), feature.kind: text, "server": answer.server_id},
+        ), answer)
+
+    return run
+
+
+FEATURE_TOOLS = tuple(
+    f.tool for f in FEATURES.values() if f.tool is not None and f.takes == "position"
+)
+"""Tools made from features (`Feature.tool`), in the order the features are registered."""
+
+for _feature in FEATURES.values():
+    if _feature.tool is not None and _feature.takes == "position":
+        tool(_feature.tool, f"{_feature.about} {_AT}", POSITION)(_answering(_feature))

@@ -1,4 +1,5 @@
-"""Quick fixes for the problems on one line, as edits in code points (never applied).
+"""textDocument/codeAction: quick fixes for the problems on one line, as edits in code points
+(never applied).
 
 A server finds its fixes from the diagnostics the request carries, exactly as it sent them
 (ruff keeps each fix in the diagnostic's `data`), so the document's diagnostics are obtained
@@ -18,7 +19,8 @@ from typing import Any
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.documents import path_to_uri
-from ipylsp.lsp.requests.queries import At, Columns, TextSource, document
+from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.request import At, Columns, TextSource, document
 from ipylsp.lsp.requests.workspace_edit import text_edits
 from ipylsp.model.answers import CodeAction
 from ipylsp.model.diagnostics import UnknownReason
@@ -158,3 +160,21 @@ def _actions(
             )
         )
     return out
+
+
+async def _ask(client: LanguageClient, q: Query) -> tuple[CodeAction, ...]:
+    at = q.at
+    return await code_actions(
+        client, at.path, at.text, q.language_id, at.line, q.texts, q.deadline
+    )
+
+
+def _render(actions: tuple[CodeAction, ...], root: Path | None) -> list[str]:
+    return [f"{a.title} [{a.server_id}]" for a in actions]
+
+
+CODE_ACTIONS = register(Feature(
+    "code_actions", "codeActionProvider", _ask, _render, "(no quick fixes)",
+    "The quick fixes every server offers for the problems on a line (never applied).",
+    takes="line", merged=True,
+))

@@ -1,13 +1,16 @@
-"""Rename as edits: what renaming the symbol at a position would change, in code points,
-never applied (`analysis.edits` shows it as a diff). Beside `features` because its answer is a
-WorkspaceEdit, not a place."""
+"""textDocument/rename as edits: what renaming the symbol at a position would change, in code
+points, never applied (`model.edits` shows it as a diff)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import LanguageClient
-from ipylsp.lsp.requests.queries import At, Columns, TextSource, ask, document, position
+from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.request import At, Columns, TextSource, ask, document, position
 from ipylsp.lsp.requests.workspace_edit import text_edits
+from ipylsp.model.diagnostics import display_path
 from ipylsp.model.edits import TextEdit
 
 
@@ -21,3 +24,21 @@ async def rename(
     )
     answer = await ask(client, t.TEXT_DOCUMENT_RENAME, params, t.RenameResponse, timeout)
     return text_edits(answer, Columns(client.encoding, texts, at))
+
+
+async def _ask(client: LanguageClient, q: Query) -> tuple[TextEdit, ...]:
+    return await rename(client, q.at, q.new_name, q.texts, q.timeout)
+
+
+def _render(edits: tuple[TextEdit, ...], root: Path | None) -> list[str]:
+    return [
+        f"{display_path(e.path, root)}:{e.range.start.line + 1}:{e.range.start.column + 1} "
+        f"-> {e.new_text!r}"
+        for e in edits
+    ]
+
+
+RENAME = register(Feature(
+    "rename", "renameProvider", _ask, _render, "(nothing to rename)",
+    "What renaming the symbol at a place would change, as edits (never applied).",
+))

@@ -10,7 +10,7 @@ from typing import Any
 
 from ipylsp.lsp import protocol
 from ipylsp.lsp.documents import uri_to_path
-from ipylsp.lsp.requests.queries import Columns
+from ipylsp.lsp.requests.request import Columns
 from ipylsp.model.diagnostics import Range
 from ipylsp.model.edits import TextEdit
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from ipylsp.analysis.naturalsort import natural_key
 from ipylsp.lsp.client import FILE_CREATED, ClientError
-from ipylsp.model.diagnostics import FileReport, Unknown, UnknownReason
+from ipylsp.model.diagnostics import FileReport, Unknown, UnknownReason, display_path
 from ipylsp.service.check import elsewhere
 from ipylsp.service.check import server_run as runs_mod
-from ipylsp.service.check.file_reports import display_path, merge_reports
+from ipylsp.service.check.file_reports import merge_reports
 from ipylsp.service.check.files import Checker, FilePlan, ServerOutcome
 from ipylsp.service.check.server_run import Job, ServerRun
 from ipylsp.service.runtime.pool import BRIEF_CHECK

@@ -18,6 +18,7 @@ from ipylsp.model.diagnostics import (
     Severity,
     Unknown,
     UnknownReason,
+    display_path,
 )
 from ipylsp.servers import roots
 from ipylsp.service.check.checked_files import KnownFiles
@@ -26,16 +27,6 @@ from ipylsp.service.check.checked_files import KnownFiles
 def display_root(path: Path, markers: tuple[str, ...]) -> Path | None:
     """The workspace `path` is shown relative to (`Settings.workspace_markers`)."""
     return roots.workspace_gate(path, markers)
-
-
-def display_path(path: Path, root: Path | None) -> str:
-    """Relative to the workspace root; absolute outside one."""
-    if root is not None:
-        try:
-            return path.relative_to(root).as_posix()
-        except ValueError:
-            pass
-    return str(path)
 
 
 def file_report(

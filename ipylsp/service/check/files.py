@@ -18,14 +18,14 @@ from pathlib import Path
 
 from ipylsp.analysis import delta as delta_mod
 from ipylsp.lsp.client import ClientError, LanguageClient
-from ipylsp.model.diagnostics import Diagnostic, FileReport, Unknown, UnknownReason
+from ipylsp.model.diagnostics import Diagnostic, FileReport, Unknown, UnknownReason, display_path
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 from ipylsp.servers import languages, registry
 from ipylsp.service.cache import config_key
 from ipylsp.service.check import syntax_gate
 from ipylsp.service.check.before_text import git_head_text, read_text
 from ipylsp.service.check.checked_files import KnownFile
-from ipylsp.service.check.file_reports import display_path, file_report, merge_reports
+from ipylsp.service.check.file_reports import file_report, merge_reports
 from ipylsp.service.runtime.pool import Slot
 from ipylsp.service.state import ServiceState
 

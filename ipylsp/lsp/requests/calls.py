@@ -1,0 +1,98 @@
+"""The call hierarchy: textDocument/prepareCallHierarchy, then callHierarchy/incomingCalls
+(who calls the function at a place) or outgoingCalls (what it calls)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipylsp.lsp import protocol
+from ipylsp.lsp.client import LanguageClient
+from ipylsp.lsp.documents import uri_to_path
+from ipylsp.lsp.requests import symbols
+from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.request import (
+    MAX_ITEMS,
+    At,
+    Columns,
+    TextSource,
+    ask,
+    document,
+    position,
+)
+from ipylsp.model.answers import Symbol
+
+
+def _item_symbol(item: Any, columns: Columns, depth: int = 0) -> Symbol | None:
+    t = protocol.types()
+    path = uri_to_path(item.uri)
+    if path is None:
+        return None
+    start = item.selection_range.start
+    return Symbol(
+        name=item.name,
+        kind=protocol.enum_name(t.SymbolKind, item.kind) or "symbol",
+        line=start.line,
+        column=columns.column(path, start.line, start.character),
+        depth=depth,
+        path=path,
+        container=item.detail,
+    )
+
+
+async def calls(
+    client: LanguageClient, at: At, direction: str, texts: TextSource, timeout: float
+) -> tuple[Symbol, ...]:
+    """Who calls the function at `at` ("incoming") or what it calls ("outgoing"): the
+    prepared item itself first (depth 0), then each caller or callee (depth 1)."""
+    t = protocol.types()
+    if direction not in ("incoming", "outgoing"):
+        raise ValueError(f"direction must be incoming or outgoing, not {direction!r}")
+    params = t.CallHierarchyPrepareParams(
+        text_document=document(at.path), position=position(client, at)
+    )
+    items = await ask(
+        client,
+        t.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY,
+        params,
+        t.CallHierarchyPrepareResponse,
+        timeout,
+    )
+    columns = Columns(client.encoding, texts, at)
+    found: list[Symbol] = []
+    for item in list(items or ())[:1]:  # the symbol at the position
+        own = _item_symbol(item, columns)
+        if own is not None:
+            found.append(own)
+        if direction == "incoming":
+            answer = await ask(
+                client,
+                t.CALL_HIERARCHY_INCOMING_CALLS,
+                t.CallHierarchyIncomingCallsParams(item=item),
+                t.CallHierarchyIncomingCallsResponse,
+                timeout,
+            )
+            others = [call.from_ for call in answer or ()]
+        else:
+            answer = await ask(
+                client,
+                t.CALL_HIERARCHY_OUTGOING_CALLS,
+                t.CallHierarchyOutgoingCallsParams(item=item),
+                t.CallHierarchyOutgoingCallsResponse,
+                timeout,
+            )
+            others = [call.to for call in answer or ()]
+        for other in others[:MAX_ITEMS]:
+            symbol = _item_symbol(other, columns, depth=1)
+            if symbol is not None:
+                found.append(symbol)
+    return tuple(found)
+
+
+async def _ask(client: LanguageClient, q: Query) -> tuple[Symbol, ...]:
+    return await calls(client, q.at, q.direction, q.texts, q.timeout)
+
+
+CALLS = register(Feature(
+    "calls", "callHierarchyProvider", _ask, symbols.render, "(no calls)",
+    "Who calls the function at a place (incoming) or what it calls (outgoing).",
+))
