@@ -39,8 +39,7 @@ def _reset_service() -> None:
 
 def _shown(report: Report, empty: str) -> Report:
     """`report`, printing as `%lsp` answers (its text block with the service's options)."""
-    from ipylsp.analysis.report import FormatOptions
-    from ipylsp.shown import ShownReport
+    from ipylsp.analysis.report import FormatOptions, ShownReport
 
     options = FormatOptions.from_settings(get_service().settings)
     return ShownReport.of(report, options, empty)
@@ -87,8 +86,7 @@ def pending() -> Report:
     """
     import dataclasses
 
-    from ipylsp.analysis.report import FormatOptions
-    from ipylsp.shown import ShownReport
+    from ipylsp.analysis.report import FormatOptions, ShownReport
 
     service = get_service()
     options = FormatOptions.from_settings(service.settings, severity="all")

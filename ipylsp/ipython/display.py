@@ -1,9 +1,9 @@
 """Putting reports into cell outputs, and objects whose reprs carry the answer.
 
-One display per cell, with the MIME bundle of DESIGN §1: `text/plain` (the self-contained
-block most agent tools read), `text/html`, and `application/vnd.ipylsp.diagnostics+json`.
-Magics return `ReportView`s instead, so the answer lands in `execute_result` `text/plain`,
-which some agent tools read exclusively.
+One display per cell, with the MIME bundle of docs/contract.md: `text/plain` (the
+self-contained block most agent tools read), `text/html`, and
+`application/vnd.ipylsp.diagnostics+json`. Magics return `ShownReport`s instead, so the
+answer lands in `execute_result` `text/plain`, which some agent tools read exclusively.
 """
 
 from __future__ import annotations
@@ -80,28 +80,6 @@ def outcome_line(report: Report, seconds: float) -> str:
     servers = ", ".join(dict.fromkeys(s for f in files for s in f.servers))
     detail = f"{servers}; {seconds:.1f} s" if servers else f"{seconds:.1f} s"
     return f"checked {what}: nothing new ({detail})"
-
-
-class ReportView:
-    """A report whose repr is the `<diagnostics>` text (or a one-line summary when clean)."""
-
-    def __init__(self, report: Report, options: FormatOptions, empty: str) -> None:
-        self.report = report
-        self.options = options
-        self.empty = empty
-
-    def __repr__(self) -> str:
-        from ipylsp.analysis.report import format_text
-
-        return format_text(self.report, self.options) or self.empty
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from ipylsp.analysis.report import mime_bundle
-
-        bundle = mime_bundle(self.report, self.options)
-        if not bundle:
-            return {"text/plain": self.empty}
-        return bundle
 
 
 class TextView:

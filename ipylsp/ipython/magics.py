@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from ipylsp.ipython.display import ReportView, TextView, options_for
+from ipylsp.analysis.report import ShownReport
+from ipylsp.ipython.display import TextView, options_for
 from ipylsp.ipython.extension import CellChecks
 
 if TYPE_CHECKING:
@@ -224,10 +225,10 @@ class LspMagics(Magics):
             f"restarted {count} server{'s' if count != 1 else ''} (they start on next use)"
         )
 
-    def _check(self, args: argparse.Namespace) -> ReportView:
+    def _check(self, args: argparse.Namespace) -> ShownReport:
         if args.path is None:  # the rest of a cell's writes beyond the file cap
             overrides = {"severity": args.severity} if args.severity else {}
-            return ReportView(self.checks.service.check_rest(),
+            return ShownReport.of(self.checks.service.check_rest(),
                               options_for(self.checks.config, **overrides),
                               "no files left unchecked")
         before = None
@@ -243,26 +244,26 @@ class LspMagics(Magics):
         report = self.checks.service.check(args.path, before=before)
         overrides = {"severity": args.severity} if args.severity else {}
         clean = "no problems" if args.all else "no new problems"  # the words of the request
-        return ReportView(report, options_for(self.checks.config, **overrides),
+        return ShownReport.of(report, options_for(self.checks.config, **overrides),
                           f"{args.path}: {clean}")
 
-    def _check_cell(self, args: argparse.Namespace) -> ReportView:
+    def _check_cell(self, args: argparse.Namespace) -> ShownReport:
         return self._preflight_cell(" ".join(args.code))
 
-    def _preflight_cell(self, code: str) -> ReportView:
+    def _preflight_cell(self, code: str) -> ShownReport:
         """The code as written (no shell quoting): a preflight of the cell session."""
         if not code.strip():
             raise UsageError("%lsp check_cell: no code (give it after the word, or use "
                              "%%lsp check_cell with the code as the cell's body)")
         report = self.checks.cells.session.preflight(code)
-        return ReportView(report, options_for(self.checks.config),
+        return ShownReport.of(report, options_for(self.checks.config),
                           "the cell: no new problems (nothing was run)")
 
-    def _diagnostics(self, args: argparse.Namespace) -> ReportView:
+    def _diagnostics(self, args: argparse.Namespace) -> ShownReport:
         report = self.checks.service.diagnostics(args.path, cached=args.cached)
         if args.cached:
-            return ReportView(report, options_for(self.checks.config), "no stored problems")
-        return ReportView(report, options_for(self.checks.config),
+            return ShownReport.of(report, options_for(self.checks.config), "no stored problems")
+        return ShownReport.of(report, options_for(self.checks.config),
                           "no known problems" if report.files else "nothing checked yet")
 
     def _feature(self, feature: Feature[Any], args: argparse.Namespace) -> TextView:
@@ -286,7 +287,7 @@ class LspMagics(Magics):
             return TextView(STORE_OFF)
         return TextView(store_summary(info, cleared=args.action == "clear"))
 
-    def _pending(self, args: argparse.Namespace) -> ReportView:
+    def _pending(self, args: argparse.Namespace) -> ShownReport:
         # The channel hands over what these options show and keeps the rest (its note says
         # how many); the view then shows all of it (no second budget that could hide a
         # problem handed over).
@@ -294,7 +295,7 @@ class LspMagics(Magics):
 
         options = options_for(self.checks.config, severity="all")
         report = self.checks.service.pending(options, again="%lsp pending")
-        return ReportView(report, replace(options, max_report_chars=0), "nothing pending")
+        return ShownReport.of(report, replace(options, max_report_chars=0), "nothing pending")
 
     def _on(self, args: argparse.Namespace) -> TextView:
         self._set_enabled(True)

@@ -42,6 +42,9 @@ Modules: `selection` (options, filter, order, caps), `merge` (one problem, one l
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, fields
+from typing import Any
+
 from ipylsp.analysis.report.budget import select
 from ipylsp.analysis.report.lines import MAX_MESSAGE as MAX_MESSAGE
 from ipylsp.analysis.report.lines import check_unknown_line as check_unknown_line
@@ -62,6 +65,7 @@ __all__ = [
     "SCHEMA",
     "FileView",
     "FormatOptions",
+    "ShownReport",
     "format_html",
     "format_text",
     "mime_bundle",
@@ -88,3 +92,32 @@ def mime_bundle(report: Report, options: FormatOptions | None = None) -> dict[st
         "text/html": format_html(report, options, selected=selected),
         MIME_TYPE: to_json(report, options, selected=selected),
     }
+
+
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ShownReport(Report):
+    """A `Report` that prints as the answer: its repr is its text block (or `empty`, the words
+    of the request: "no new problems" for a delta, "no problems" for everything) and its MIME
+    bundle that of `mime_bundle`; equal to the same report. The one report type that prints:
+    the Python API and `%lsp` return it."""
+
+    empty: str = "no problems"
+    options: FormatOptions = field(default_factory=FormatOptions)
+
+    @classmethod
+    def of(cls, report: Report, options: FormatOptions, empty: str) -> ShownReport:
+        values = {f.name: getattr(report, f.name) for f in fields(Report)}
+        return cls(**values, empty=empty, options=options)
+
+    def __eq__(self, other: object) -> bool:  # how it prints is no part of what it says
+        if not isinstance(other, Report):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(Report))
+
+    __hash__ = Report.__hash__
+
+    def __repr__(self) -> str:
+        return format_text(self, self.options) or self.empty
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return mime_bundle(self, self.options) or {"text/plain": self.empty}
