@@ -26,7 +26,7 @@ from ipylsp.service.cache import clear_store, store_info, stored_report
 from ipylsp.service.cells import CellSession
 from ipylsp.service.check import batch
 from ipylsp.service.check.batch import FileCheck
-from ipylsp.service.check.file_reports import common_root, error_count, failed_files, known_report
+from ipylsp.service.check.file_reports import common_root, failed_files, known_report
 from ipylsp.service.check.files import Checker
 from ipylsp.service.check.late_answers import LateAnswers
 from ipylsp.service.outputs.pending import PendingChannel
@@ -423,8 +423,7 @@ class Service:
     def error_count(self) -> int:
         """Current errors of the checked files, one per problem however many servers report
         it: what a status bar counts (live answers only: no store lookups after each check)."""
-        known = self._state.known
-        return error_count(known_report(known, sorted(known), self._settings.workspace_markers))
+        return self._state.known.errors
 
     def diagnostics(
         self, path: str | os.PathLike[str] | None = None, *, cached: bool = False

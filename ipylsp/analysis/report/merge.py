@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ipylsp.model.diagnostics import Diagnostic
+from ipylsp.model.diagnostics import Diagnostic, Severity
 
 SAME_PROBLEM: tuple[frozenset[str], ...] = (
     # an undefined name: ty, ruff, pyright/basedpyright, pyrefly
@@ -56,6 +56,11 @@ def same_problem(a: Diagnostic, b: Diagnostic) -> bool:
     if kind is None or kind != _KIND.get(b.code):
         return False
     return bool(quoted_names(a.message) & quoted_names(b.message))
+
+
+def errors(diagnostics: Iterable[Diagnostic]) -> int:
+    """Errors, one per problem however many servers report it (what a status bar counts)."""
+    return sum(1 for row in merge(diagnostics) if row[0].severity == Severity.ERROR)
 
 
 def merge(diagnostics: Iterable[Diagnostic]) -> list[Row]:

@@ -3,6 +3,8 @@ about exactly that text, and the text a server that missed writes catches up fro
 
 One owner for the baselines that roll forward: the checker records a check's end, the
 other-files pass refreshes a server's results, a late answer catches up; the facade reads.
+The current errors of the files (not the in-memory documents) are counted as entries change,
+so the status count costs nothing per check.
 Ordered by last check (the newest last) and capped: the least recently checked are forgotten
 and fall back to git HEAD (`baseline.git_head_text`).
 """
@@ -13,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ipylsp.analysis.report.merge import errors
 from ipylsp.model.diagnostics import Diagnostic
 from ipylsp.service.check.before_text import read_text
 
@@ -38,6 +41,23 @@ class KnownFiles:
         self._files: dict[Path, KnownFile] = {}
         self._virtual: set[Path] = set()
         """In-memory documents (the notebook's cells): kept, but never listed as files."""
+        self._errors: dict[Path, int] = {}
+        self._total = 0
+
+    @property
+    def errors(self) -> int:
+        """Current errors of the known files (one per problem however many servers report
+        it), kept up to date as entries change."""
+        return self._total
+
+    def _count(self, path: Path) -> None:
+        entry = self._files.get(path)
+        now = 0 if entry is None or path in self._virtual else errors(
+            d for ds in entry.results.values() for d in ds
+        )
+        self._total += now - self._errors.pop(path, 0)
+        if now:
+            self._errors[path] = now
 
     def get(self, path: Path) -> KnownFile | None:
         return self._files.get(path)
@@ -65,6 +85,7 @@ class KnownFiles:
     def forget(self, path: Path) -> None:
         self._files.pop(path, None)
         self._virtual.discard(path)
+        self._count(path)
 
     def record(
         self,
@@ -88,16 +109,18 @@ class KnownFiles:
         self._files[path] = KnownFile(text, dict(results), missed)
         if virtual:
             self._virtual.add(path)
+        self._count(path)
         while len(self._files) > self._cap:  # forget the least recently checked texts
-            oldest = next(iter(self._files))
-            del self._files[oldest]
-            self._virtual.discard(oldest)
+            self.forget(next(iter(self._files)))
 
-    @staticmethod
-    def refresh(known: KnownFile, server_id: str, results: tuple[Diagnostic, ...]) -> None:
+    def refresh(
+        self, path: Path, known: KnownFile, server_id: str, results: tuple[Diagnostic, ...]
+    ) -> None:
         """A server's new results for the same text (the file was re-diagnosed elsewhere);
         `known` is the entry the text was taken from (a newer check replaces it)."""
         known.results[server_id] = results
+        if self._files.get(path) is known:
+            self._count(path)
 
     def catch_up(
         self, path: Path, text: str | None, server_id: str, results: tuple[Diagnostic, ...]
@@ -109,4 +132,5 @@ class KnownFiles:
             return None
         del known.missed[server_id]
         known.results[server_id] = results
+        self._count(path)
         return known

@@ -179,7 +179,7 @@ async def _other_file(
     except ClientError:
         return None
     result = delta_mod.compute_delta(known.text, known.text, known.results[server_id], now)
-    store.refresh(known, server_id, now)
+    store.refresh(other, known, server_id, now)
     if not (result.introduced or result.fixed):
         return None
     report = file_report(

@@ -15,7 +15,6 @@ from ipylsp.model.diagnostics import (
     Diagnostic,
     FileReport,
     Report,
-    Severity,
     Unknown,
     UnknownReason,
     display_path,
@@ -127,9 +126,6 @@ def known_report(
 
 def error_count(report: Report) -> int:
     """Errors in a report, one per problem however many servers report it (`merge`)."""
-    from ipylsp.analysis.report.merge import merge
+    from ipylsp.analysis.report.merge import errors
 
-    return sum(
-        1 for f in report.files for row in merge(f.diagnostics)
-        if row[0].severity == Severity.ERROR
-    )
+    return sum(errors(f.diagnostics) for f in report.files)
