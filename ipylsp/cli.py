@@ -281,7 +281,7 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     settings = dataclasses.replace(settings, severity=args.severity or settings.severity)
     with Service(settings) as service:
         report = service.diagnostics(path, cached=True)
-        problem = service.store_info().get("problem")
+        problem = service.store_info().problem
     if problem:  # configured but unreadable: not "clean"
         print(f"ipylsp diagnostics: the store cannot be read: {problem}", file=sys.stderr)
         return EXIT_FAILURE
@@ -293,18 +293,18 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
 
 def _cache(settings: Settings, out: TextIO, action: str) -> int:
     """`ipylsp cache info|clear`."""
-    from ipylsp.service.cache import STORE_OFF, store_summary
+    from ipylsp.service.cache import STORE_OFF
     from ipylsp.service.service import Service
 
     with Service(settings) as service:
         info = service.store_info(clear=action == "clear")
-    if info.get("problem"):
-        print(f"ipylsp cache: the store cannot be used: {info['problem']}", file=sys.stderr)
+    if info.problem:
+        print(f"ipylsp cache: the store cannot be used: {info.problem}", file=sys.stderr)
         return EXIT_FAILURE
-    if info.get("path") is None:
+    if info.path is None:
         print(f"ipylsp: {STORE_OFF}", file=out)
         return EXIT_CLEAN
-    print(store_summary(info, cleared=action == "clear"), file=out)
+    print(info.summary(cleared=action == "clear"), file=out)
     return EXIT_CLEAN
 
 

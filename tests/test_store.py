@@ -9,13 +9,14 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ipylsp.model.answers import Symbol
 from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
-from ipylsp.store import Store, text_hash
+from ipylsp.store import Store, StoreInfo, text_hash
 from ipylsp.store.db import VERSION, StoreUnavailable, connect
 
 DIAGS = (
@@ -52,8 +53,8 @@ def test_round_trip_by_text_and_latest_with_staleness(store: Store) -> None:
     latest = store.latest("/w/a.py", "ty")
     assert latest is not None and latest.diagnostics == ()
     assert latest.stale("x: int = 1\n") is False and latest.stale("changed\n") is True
-    assert store.info() | {"bytes": 0} == {"path": str(store.path), "bytes": 0, "rows": 2,
-                                           "files": 1, "schema": VERSION}
+    assert replace(store.info(), bytes=0) == StoreInfo(store.path, 0, rows=2, files=1,
+                                                       schema=VERSION)
 
 
 def test_the_file_is_wal_and_versioned(store: Store) -> None:
@@ -97,7 +98,7 @@ def test_a_broken_file_is_rebuilt_with_one_warning(
         assert store.get_diagnostics("/w/1.py", "x\n", "ty") is None  # a cache: gone
         store.put_diagnostics("/w/new.py", "y\n", "ty", DIAGS)
         assert store.flush()
-        assert store.info()["rows"] == 1
+        assert store.info().rows == 1
         assert len(list(tmp_path.glob("store.sqlite3.corrupt-*"))) == 1
     finally:
         store.close()
@@ -137,6 +138,7 @@ print("ok")
 """
 
 
+@pytest.mark.real
 def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
     n = 1500
@@ -144,7 +146,7 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     assert results == [(0, "ok\n", ""), (0, "ok\n", "")]
     store = Store(path)
     try:
-        assert store.info()["rows"] == 2 * n
+        assert store.info().rows == 2 * n
     finally:
         store.close()
 
@@ -161,8 +163,8 @@ def test_eviction_at_the_cap_keeps_the_recently_used(tmp_path: Path) -> None:
             store.put_diagnostics(f"/w/{n}.py", str(n), "ty", big)
             store.flush()
         info = store.info()
-        assert info["bytes"] <= 256 * 1024 + 64 * 1024  # at most one batch over the cap
-        assert 0 < info["rows"] < 401
+        assert info.bytes <= 256 * 1024 + 64 * 1024  # at most one batch over the cap
+        assert 0 < info.rows < 401
         assert store.get_diagnostics("/w/keep.py", "keep\n", "ty") is not None
         assert store.get_diagnostics("/w/0.py", "0", "ty") is None  # the oldest went
     finally:
@@ -173,7 +175,7 @@ def test_clear(store: Store) -> None:
     store.put_diagnostics("/w/a.py", "a", "ty", DIAGS)
     store.flush()
     store.clear()
-    assert store.info()["rows"] == 0
+    assert store.info().rows == 0
 
 
 def test_non_utf8_names_and_messages_are_stored_and_spoil_nothing(
@@ -232,6 +234,7 @@ print("ok")
 """
 
 
+@pytest.mark.real
 def test_two_processes_finding_a_corrupt_file_rebuild_it_once(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
     path.write_bytes(b"\x00not a database" * 5000)
@@ -258,7 +261,7 @@ def test_eviction_covers_outlines_too(tmp_path: Path) -> None:
             store.put_diagnostics(f"/w/f{f}.py", "t", "ty", DIAGS)
             assert store.flush()
         info = store.info()
-        assert info["rows"] == 20 and info["bytes"] <= 2 * 512 * 1024
+        assert info.rows == 20 and info.bytes <= 2 * 512 * 1024
         assert store.outline("/w/f199.py") is not None  # the newest outline stays
         assert store.outline("/w/f0.py") is None  # the oldest went
     finally:

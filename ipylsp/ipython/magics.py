@@ -279,13 +279,13 @@ class LspMagics(Magics):
 
     def _cache(self, args: argparse.Namespace) -> TextView:
         info = self.checks.service.store_info(clear=args.action == "clear")
-        if info.get("problem"):
-            return TextView(f"the store cannot be used: {info['problem']}")
-        from ipylsp.service.cache import STORE_OFF, store_summary
+        if info.problem:
+            return TextView(f"the store cannot be used: {info.problem}")
+        from ipylsp.service.cache import STORE_OFF
 
-        if info.get("path") is None:
+        if info.path is None:
             return TextView(STORE_OFF)
-        return TextView(store_summary(info, cleared=args.action == "clear"))
+        return TextView(info.summary(cleared=args.action == "clear"))
 
     def _pending(self, args: argparse.Namespace) -> ShownReport:
         # The channel hands over what these options show and keeps the rest (its note says

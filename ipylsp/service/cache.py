@@ -32,7 +32,7 @@ from ipylsp.servers.executables import data_dir
 from ipylsp.service.check.before_text import readable_text
 from ipylsp.service.check.file_reports import common_root, display_root
 from ipylsp.service.runtime.pool import Slot
-from ipylsp.store import Store, Stored, StoredSymbols
+from ipylsp.store import Store, Stored, StoredSymbols, StoreInfo
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Rep
     running: each server's latest answer, marked cached, stale against the text on disk now."""
     store = answers.reader()
     if store is None:
-        problem = _off(answers).get("problem")
+        problem = _off(answers).problem
         return Report(notes=(f"ipylsp: the store cannot be read: {problem}" if problem
                              else f"ipylsp: {STORE_OFF}",))
     paths = [path] if not path.is_dir() else [Path(p) for p in store.paths(str(path))]
@@ -267,35 +267,26 @@ def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Rep
                   notes=notes)
 
 
-def store_info(answers: Answers) -> dict[str, object]:
-    """The store's file, size, rows and files (`ipylsp cache info`); `{"path": None}` when off."""
+def store_info(answers: Answers) -> StoreInfo:
+    """The store's file, size, rows and files (`ipylsp cache info`); no path when off."""
     store = answers.reader()
     return _off(answers) if store is None else store.info()
 
 
-def clear_store(answers: Answers) -> dict[str, object]:
+def clear_store(answers: Answers) -> StoreInfo:
     """Forget every stored answer (`ipylsp cache clear`); what was there before."""
     store = answers.reader()
     if store is None:
         return _off(answers)
     before = store.info()
     if not store.clear():
-        return {"path": None, "problem": f"{store.path} could not be cleared in time"}
+        return StoreInfo(None, problem=f"{store.path} could not be cleared in time")
     return before
 
 
-def store_summary(info: dict[str, object], *, cleared: bool = False) -> str:
-    """`ipylsp cache info|clear`'s line (and `%lsp cache`'s) for an open store's `info`."""
-    what = f"{info['rows']} answers for {info['files']} files"
-    size = f"{float(str(info['bytes'])) / 1e6:.1f} MB"
-    if cleared:
-        return f"cleared {what} ({size}) from {info['path']}"
-    return f"{info['path']}: {what}, {size} (schema {info['schema']})"
-
-
-def _off(answers: Answers) -> dict[str, object]:
-    """`{"path": None}`, with `problem` when a configured store cannot be used."""
+def _off(answers: Answers) -> StoreInfo:
+    """No path, with `problem` when a configured store cannot be used."""
     if answers.configured is None:
-        return {"path": None}
+        return StoreInfo(None)
     problem = answers.problem or f"{answers.configured} is still opening (locked?)"
-    return {"path": None, "problem": problem}
+    return StoreInfo(None, problem=problem)

@@ -36,6 +36,7 @@ from ipylsp.service.runtime import cleanup
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.runtime.pool import SlotStatus
 from ipylsp.service.state import ServiceState
+from ipylsp.store import StoreInfo
 
 if TYPE_CHECKING:
     from ipylsp.servers.installers import InstallResult
@@ -441,7 +442,7 @@ class Service:
             lambda file, server, text: self._state.answers.cached(file, server, text, ""),
         )
 
-    def store_info(self, *, clear: bool = False) -> dict[str, object]:
+    def store_info(self, *, clear: bool = False) -> StoreInfo:
         """The persistent store: its file, size, rows, files (`{"path": None}` when off).
         `clear`: forget every answer in it (what it held is returned)."""
         return (clear_store if clear else store_info)(self._state.answers)

@@ -8,6 +8,6 @@ model values and imports nothing above them; which file, when to write and what 
 is the service's side (`service/cache.py`). See docs/store.md.
 """
 
-from ipylsp.store.store import Store, Stored, StoredSymbols, text_hash
+from ipylsp.store.store import Store, Stored, StoredSymbols, StoreInfo, text_hash
 
-__all__ = ["Store", "Stored", "StoredSymbols", "text_hash"]
+__all__ = ["Store", "StoreInfo", "Stored", "StoredSymbols", "text_hash"]

@@ -41,6 +41,27 @@ def safe(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class StoreInfo:
+    """What `ipylsp cache info` shows of the store: its file (None: the store is off, or
+    cannot be used, and `problem` says why), size, rows and files."""
+
+    path: Path | None
+    bytes: int = 0
+    rows: int = 0
+    files: int = 0
+    schema: int = 0
+    problem: str = ""
+
+    def summary(self, *, cleared: bool = False) -> str:
+        """`ipylsp cache info|clear`'s line (and `%lsp cache`'s) for an open store."""
+        what = f"{self.rows} answers for {self.files} files"
+        size = f"{self.bytes / 1e6:.1f} MB"
+        if cleared:
+            return f"cleared {what} ({size}) from {self.path}"
+        return f"{self.path}: {what}, {size} (schema {self.schema})"
+
+
+@dataclass(frozen=True, slots=True)
 class Stored:
     """A server's stored answer: for the text whose hash is `text_hash`, at `written_at`."""
 
@@ -205,13 +226,12 @@ class Store:
         )
         return _symbols(rows, with_path=True)
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> StoreInfo:
         found = self._query("SELECT count(*), count(DISTINCT path) FROM answers", ())
         rows, files = found if found is not None else (0, 0)
         with self._lock:
             used = self._used_bytes(self._read)
-        return {"path": str(self.path), "bytes": used, "rows": rows, "files": files,
-                "schema": VERSION}
+        return StoreInfo(self.path, used, rows, files, VERSION)
 
     def clear(self) -> bool:
         """Every row gone; False when the writer did not get to it in time."""
