@@ -96,6 +96,7 @@ def test_unknown_ids_and_empty_installs_are_one_line_errors(tmp_path: Path) -> N
     ]
 
 
+@pytest.mark.real
 def test_install_reports_progress_per_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -169,12 +170,12 @@ def test_status_rows_of_this_service_and_other_processes(tmp_path: Path) -> None
     root = len(str(tmp_path))
     this, other = "(this process)", f"(process {parent})"
     owner = max(len(this), len(other))
-    assert str(table).splitlines()[:-1] == [
+    assert str(table).splitlines()[:-1] == [  # this process first, whatever the pids
         f"ty                          running  {tmp_path!s:<{root}}  pid 11  {this:<{owner}}"
         "  indexing 4/9",
-        f"ruff                        running  {'/k':<{root}}  pid 42  {other}",
         f"typescript-language-server  broken   {'/w':<{root}}          {this:<{owner}}"
         "  crashed 3 times",
+        f"ruff                        running  {'/k':<{root}}  pid 42  {other}",
     ]
     assert not (run / "status-999999999-1.json").exists()
     assert str(table).splitlines()[-1] == "installed: " + ", ".join(

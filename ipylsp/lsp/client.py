@@ -58,12 +58,20 @@ milliseconds)."""
 FILE_CREATED, FILE_CHANGED, FILE_DELETED = 1, 2, 3
 
 
-class ClientState(enum.Enum):
+class ClientState(str, enum.Enum):
+    """A server's state, as the client's state machine and every status view name it (a
+    `str`, so it prints and serializes as its value)."""
+
     STOPPED = "stopped"
     STARTING = "starting"
     RUNNING = "running"
     STOPPING = "stopping"
     BROKEN = "broken"
+    CRASHED = "crashed"
+    """Seen from the pool: the process exited without being stopped (restarted on next use)."""
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class LanguageClient:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ipylsp.analysis.report import FormatOptions
+from ipylsp.lsp.client import ClientState
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.settings import Settings
@@ -320,9 +321,9 @@ class Service:
         """A line for people: which servers a long check is waiting for, and why."""
         parts = []
         for row in self.status():
-            if row.state == "starting":
+            if row.state is ClientState.STARTING:
                 parts.append(f"{row.server_id} (starting)")
-            elif row.state == "running" and row.detail not in ("", "running"):
+            elif row.state is ClientState.RUNNING and row.detail not in ("", "running"):
                 parts.append(f"{row.server_id} ({row.detail})")
         what = ", ".join(parts) if parts else "diagnostics"
         return f"ipylsp: waiting for {what}"

@@ -251,13 +251,17 @@ def status(
     settings: Settings, own: Sequence[SlotStatus] = (), own_token: int | None = None
 ) -> StatusTable:
     """`own`: the asking service's rows (fresher than its status file, which is skipped by
-    `own_token`); then what other services and processes (kernels) published."""
+    `own_token`); then what other services of this process published, then other processes
+    (kernels), by process id."""
     pid = os.getpid()
     rows = [RunningRow(r.server_id, r.state, str(r.root), r.pid, pid, r.detail) for r in own]
-    for found in read_status(executables.data_dir(settings), skip_token=own_token):
-        rows.append(RunningRow(
+    published = [
+        RunningRow(
             str(found.get("server")), str(found.get("state")), str(found.get("root")),
             found.get("pid"), found.get("owner"), str(found.get("detail") or ""),
-        ))
+        )
+        for found in read_status(executables.data_dir(settings), skip_token=own_token)
+    ]
+    rows += sorted(published, key=lambda row: row.owner != pid)  # stable: files' order kept
     installed = tuple(row.server_id for row in table(settings, installed_only=True).rows)
     return StatusTable(tuple(rows), installed)

@@ -69,7 +69,7 @@ class Slot:
 class SlotStatus:
     server_id: str
     root: Path
-    state: str
+    state: ClientState
     detail: str
     pid: int | None
     open_documents: int
@@ -252,15 +252,16 @@ class ClientPool:
         rows = []
         for slot in self._slots.values():
             client = slot.client
+            state: ClientState
             if slot.broken is not None:
-                state, detail = ClientState.BROKEN.value, slot.broken
+                state, detail = ClientState.BROKEN, slot.broken
             elif slot.starting is not None:
-                state, detail = ClientState.STARTING.value, "initializing"
+                state, detail = ClientState.STARTING, "initializing"
             elif client is not None:
-                state = client.state.value if client.alive else "crashed"
+                state = client.state if client.alive else ClientState.CRASHED
                 detail = client.progress.describe() or client.state_detail
             else:
-                state, detail = ClientState.STOPPED.value, ""
+                state, detail = ClientState.STOPPED, ""
             rows.append(
                 SlotStatus(
                     server_id=slot.spec.id,

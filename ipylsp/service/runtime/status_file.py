@@ -95,10 +95,16 @@ def read_errors(data_dir: Path, *, skip_token: int | None = None) -> int:
     return total
 
 
+def _pid_and_token(path: Path) -> tuple[int, int, str]:
+    """`status-<pid>-<token>.json` in the order of its numbers (not of their digits)."""
+    _, pid, token = [*path.stem.split("-"), "", ""][:3]
+    return (int(pid) if pid.isdigit() else -1, int(token) if token.isdigit() else -1, path.name)
+
+
 def _live_files(data_dir: Path, skip_token: int | None) -> list[tuple[int, dict[str, Any]]]:
     found = []
     skip = None if skip_token is None else _file(data_dir, skip_token)
-    for path in sorted((data_dir / "run").glob("status-*.json")):
+    for path in sorted((data_dir / "run").glob("status-*.json"), key=_pid_and_token):
         if path == skip:
             continue
         try:
