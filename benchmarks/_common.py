@@ -1,24 +1,21 @@
-"""Shared helpers of the server benchmarks (bench_core, bench_servers, bench_check).
+"""Shared helpers of the server benchmarks.
 
-- `load_probe()`: the raw reference client, ``../shared/tools/lsp_probe.py``, imported as a module
-  (its `Probe` class), and `probe_args()` to build its arguments without a command line;
-- `TimedProbe`: the probe with sub-millisecond timings of its own phases (it rounds to whole ms),
-  and an optional warm loop of further change -> diagnostics cycles on the same server;
+- `reference_client()` / `run_reference()`: the raw reference client, `lsp_client.RawClient`
+  (``benchmarks/lsp_client.py``), given exactly the settings ipylsp sends, and one measured
+  session of it (init, first diagnostics, fix -> clear);
 - `Isolation`: a temporary HOME / XDG_CACHE_HOME / GOPATH / ... for every server spawned by this
   process, tagged with a marker variable so that `leftover_processes()` finds any process that
-  outlived the benchmark, however it was spawned (probe, ipylsp, a child Python process);
+  outlived the benchmark, however it was spawned (raw client, ipylsp, a child Python process);
 - `make_workspace()`: a temporary git worktree (so ipylsp's workspace gate passes);
-- `RssSampler`: peak summed VmRSS of a process tree, sampled every 50 ms on a thread;
+- `RssSampler` (from `lsp_client`): peak summed VmRSS of a process tree, sampled every 50 ms;
+- `WireClock`: a check's time split into the server's share and ipylsp's own;
 - `median()`, `emit()` (one JSON object on stdout, also written to ``benchmarks/results/``).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import concurrent.futures
 import contextlib
-import importlib.util
 import json
 import os
 import platform
@@ -27,17 +24,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lsp_client import RawClient, RssSampler, measure
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
-
 
 def use_private_tmp() -> Path:
     """Point TMPDIR (this process's and its children's) at a fresh directory below none that
@@ -56,7 +53,8 @@ def use_private_tmp() -> Path:
 
 use_private_tmp()
 
-PROBE_PATH = Path(os.environ.get("IPYLSP_PROBE", REPO.parent / "shared" / "tools" / "lsp_probe.py"))
+REFERENCE = "benchmarks/lsp_client.py"
+"""What the server benchmarks compare against (the JSON's ``reference``)."""
 FAKE_SERVER = REPO / "tests" / "fixtures" / "fake_server.py"
 RESULTS = REPO / "benchmarks" / "results"
 MARKER_VAR = "IPYLSP_BENCH_MARKER"
@@ -244,54 +242,6 @@ def leftover_processes(marker: str) -> list[dict[str, Any]]:
     return found
 
 
-def tree(pid: int) -> list[int]:
-    from ipylsp.lsp.process import descendants
-
-    return [pid, *descendants(pid)]
-
-
-def tree_rss_kb(pid: int) -> int:
-    total = 0
-    for member in tree(pid):
-        try:
-            with open(f"/proc/{member}/status") as handle:
-                for line in handle:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-                        break
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-class RssSampler:
-    """Peak summed VmRSS of a process tree, sampled every `period` seconds on a thread."""
-
-    def __init__(self, period: float = 0.05) -> None:
-        self.period = period
-        self.pid: int | None = None
-        self.peak_kb = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="rss-sampler")
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.period)
-
-    def sample(self) -> None:
-        """Sample now too (a server that lives less than a period would be missed)."""
-        pid = self.pid
-        if pid is not None:
-            self.peak_kb = max(self.peak_kb, tree_rss_kb(pid))
-
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join(2)
-        return round(self.peak_kb / 1024, 1)
-
-
 # -- workspaces ------------------------------------------------------------------------------------
 
 
@@ -310,199 +260,23 @@ def make_workspace(files: Mapping[str, str], base: Path | None = None, name: str
 
 # -- the raw reference client ----------------------------------------------------------------------
 
-_probe_module: Any = None
 
-
-def load_probe() -> Any:
-    global _probe_module
-    if _probe_module is None:
-        spec = importlib.util.spec_from_file_location("lsp_probe", PROBE_PATH)
-        if spec is None or spec.loader is None:
-            raise RuntimeError(f"cannot load {PROBE_PATH}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _probe_module = module
-    return _probe_module
-
-
-def probe_args(
-    *,
-    root: Path,
-    file: str,
-    lang: str,
-    expect: str,
-    cmd: Sequence[str],
-    fixed: Path | None = None,
-    settings: Mapping[str, Any] | None = None,
-    init_options: Mapping[str, Any] | None = None,
-    timeout: float = 60.0,
-    linger: float = 0.0,
-    mode: str = "auto",
-) -> argparse.Namespace:
-    """The probe's argparse namespace, as its command line would build it."""
-    return argparse.Namespace(
-        root=str(root),
-        file=file,
-        lang=lang,
-        expect=expect,
-        fixed=str(fixed) if fixed is not None else None,
-        settings=json.dumps(settings) if settings else None,
-        init_options=json.dumps(init_options) if init_options is not None else None,
-        save=False,
-        mode=mode,
-        timeout=timeout,
-        open_delay=0,
-        linger=linger,
-        race=False,
-        trace=None,
-        stderr=None,
-        cmd=list(cmd),
+def reference_client(command: Sequence[str], root: Path, spec: Any) -> RawClient:
+    """The raw client on `root`, with exactly the settings and initialization options ipylsp
+    sends to that server (`spec`: the registry row as `python_env.for_server` hands it over)."""
+    return RawClient(
+        command, root, settings=spec.settings, init_options=spec.initialization_options
     )
 
 
-def timed_probe_class() -> Any:
-    """`TimedProbe(args, loop_cycles=0, pause=0.0)`: the probe, with precise phase times and
-    a warm loop.
-
-    The probe's own numbers are whole milliseconds; this subclass notes the monotonic time just
-    before the fixing ``didChange`` is written and just after its diagnostics arrived (the same
-    two points the probe's ``clear_ms`` spans). With ``loop_cycles=N`` it then keeps the same
-    server and alternates broken/fixed ``didChange`` N more times, each waited for with the
-    probe's own ``wait_for`` (pull where registered, else push; re-pull on refresh or after
-    100 ms), recording each cycle's milliseconds in ``res["loop_ms"]``; ``pause`` seconds of
-    think time precede each cycle (untimed). With ``stepped=True`` the cycles are instead driven
-    one at a time from another thread (`SteppedProbe`).
-    """
-    probe = load_probe()
-
-    class TimedProbe(probe.Probe):  # type: ignore[misc, name-defined]
-        def __init__(
-            self,
-            args: argparse.Namespace,
-            loop_cycles: int = 0,
-            pause: float = 0.0,
-            stepped: bool = False,
-        ) -> None:
-            super().__init__(args)
-            self.loop_cycles = loop_cycles
-            self.pause = pause
-            self.stepped = stepped
-            self.ready: concurrent.futures.Future[bool] = concurrent.futures.Future()
-            self.steps: asyncio.Queue[Any] | None = None
-            self._calls = 0
-            self._t_change: float | None = None
-            self.res["loop_ms"] = []
-
-        async def notify(self, method: str, params: Any) -> None:
-            if method == "textDocument/didChange" and self._t_change is None:
-                self._t_change = time.monotonic()
-            await super().notify(method, params)
-
-        async def wait_for(self, want_error: bool, deadline: float) -> Any:
-            self._calls += 1
-            result = await super().wait_for(want_error, deadline)
-            if self._calls == 1:
-                self.res["diag_s"] = time.monotonic() - self.phase_t if result[0] else None
-            if self._calls == 2 and self._t_change is not None:
-                ok = result[0] is not None
-                self.res["clear_s"] = time.monotonic() - self._t_change if ok else None
-                if ok and self.stepped:
-                    await self._stepped_loop()
-                elif ok and self.loop_cycles:
-                    await self._warm_loop()
-            return result
-
-        async def _cycle(self, want_error: bool) -> float | None:
-            self.version += 1
-            self.phase_t = start = time.monotonic()
-            await super().notify(
-                "textDocument/didChange",
-                {
-                    "textDocument": {"uri": self.uri, "version": self.version},
-                    "contentChanges": [{"text": self.text if want_error else self.fixed}],
-                },
-            )
-            channel, _ = await super().wait_for(want_error, start + self.a.timeout)
-            elapsed = time.monotonic() - start
-            return ms(elapsed) if channel is not None else None
-
-        async def _warm_loop(self) -> None:
-            for cycle in range(self.loop_cycles):
-                if self.pause:
-                    await asyncio.sleep(self.pause)  # think time between edits, not a sync
-                # the document is fixed now: break it first
-                self.res["loop_ms"].append(await self._cycle(cycle % 2 == 0))
-
-        async def _stepped_loop(self) -> None:
-            self.steps = asyncio.Queue()
-            self.ready.set_result(True)
-            while True:
-                item = await self.steps.get()
-                if item is None:
-                    return
-                want_error, reply = item
-                try:
-                    reply.set_result(await self._cycle(want_error))
-                except Exception as exc:  # hand it to the driving thread
-                    reply.set_exception(exc)
-
-        async def run(self) -> Any:
-            try:
-                return await super().run()
-            finally:
-                if not self.ready.done():
-                    self.ready.set_result(False)
-
-    return TimedProbe
-
-
-def run_probe(args: argparse.Namespace, loop_cycles: int = 0, pause: float = 0.0) -> dict[str, Any]:
-    """Run the probe in this process (its own event loop); its result dict."""
-    cls = timed_probe_class()
-    result: dict[str, Any] = asyncio.run(cls(args, loop_cycles, pause).run())
+def run_reference(
+    client: RawClient, *args: Any, rss: bool = False, **kwargs: Any
+) -> dict[str, Any]:
+    """`lsp_client.measure` (the same arguments) in this thread, on an event loop of its own:
+    ``init_ms``, ``diag_ms``, ``clear_ms``, channels, ``error``; with `rss`, ``rss_mb`` too."""
+    sampler = RssSampler() if rss else None
+    result: dict[str, Any] = asyncio.run(measure(client, *args, sampler=sampler, **kwargs))
     return result
-
-
-class SteppedProbe:
-    """The probe on its own event-loop thread, its warm-loop cycles driven one by one.
-
-    `start()` runs the probe up to its fix-to-clear phase (spawn, initialize, didOpen, first
-    diagnostics, didChange with the fix, cleared diagnostics) and returns False if that failed;
-    `step(want_error)` then does one more didChange -> fresh diagnostics cycle and returns its
-    milliseconds; `finish()` lets the probe shut the server down and returns its result dict.
-    Lets a benchmark alternate cycle by cycle between the probe and ipylsp.
-    """
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.probe = timed_probe_class()(args, stepped=True)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-        self._run: concurrent.futures.Future[Any] | None = None
-
-    def start(self, timeout: float = 120.0) -> bool:
-        self._run = asyncio.run_coroutine_threadsafe(self.probe.run(), self._loop)
-        return bool(self.probe.ready.result(timeout))
-
-    def step(self, want_error: bool, timeout: float = 60.0) -> float | None:
-        queue = self.probe.steps
-        if queue is None:
-            return None
-        reply: concurrent.futures.Future[float | None] = concurrent.futures.Future()
-        self._loop.call_soon_threadsafe(queue.put_nowait, (want_error, reply))
-        return reply.result(timeout)
-
-    def finish(self, timeout: float = 30.0) -> dict[str, Any]:
-        try:
-            if self.probe.steps is not None:
-                self._loop.call_soon_threadsafe(self.probe.steps.put_nowait, None)
-            result: dict[str, Any] = self._run.result(timeout) if self._run else {}
-            return result
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
-            if not self._thread.is_alive():
-                self._loop.close()
 
 
 class WireClock:

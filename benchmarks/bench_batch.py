@@ -1,4 +1,4 @@
-"""A batch of N written files (one error each) on warm servers: ipylsp vs the raw probe.
+"""A batch of N written files (one error each) on warm servers: ipylsp vs the raw client.
 
 Issue 9. Run: ``.venv/bin/python benchmarks/bench_batch.py [--sizes 10,100,1000] [--reps 5]
 [--servers ty,ruff,basedpyright] [--in-flight 1,4,8,16,32]``. Prints one JSON object (also
@@ -10,19 +10,19 @@ Per server, one temporary git workspace, one warm server per side:
   budget far above the batch's time), the N files written, then ``check_files`` of the N files
   (``before=""``, as a cell's new files), timed from the calling thread; every file must come
   back with its error and nothing unknown.
-- ``probe_sequential`` / ``probe_concurrent``: the raw client ``../shared/tools/lsp_probe.py``
-  (its ``Probe`` class: spawn, initialize, server requests answered) kept warm, then for each
-  batch: ``didOpen`` + ``textDocument/diagnostic`` one file after the other, or every
-  ``didOpen`` first and all pulls at once; timed from the first ``didOpen`` to the last
-  answer; each file must have an answer with a diagnostic; the documents are closed afterwards
-  (untimed). ``probe_workspace`` (servers that declare ``workspaceDiagnostics``): every
-  ``didOpen``, then one ``workspace/diagnostic``.
+- ``sequential`` / ``concurrent``: the raw client (``lsp_client.RawClient``: spawn, initialize,
+  server requests answered) kept warm on its own thread, then for each batch: ``didOpen`` +
+  ``textDocument/diagnostic`` one file after the other, or every ``didOpen`` first and all
+  pulls at once; timed from the first ``didOpen`` to the last answer; each file must have an
+  answer with a diagnostic; the documents are closed afterwards (untimed). ``workspace``
+  (servers that declare ``workspaceDiagnostics``): every ``didOpen``, then one
+  ``workspace/diagnostic``.
 - Fresh file names for every run (a batch is new files), sides interleaved, order swapped every
   run; medians. ``ratio_vs_best_raw`` = ipylsp median / the faster raw strategy's median.
 - ``ty+ruff``: the target case "100 files on warm ty + ruff <= 1 s": both servers in one
   Service (no raw counterpart: the two servers answer in parallel).
 - ``peak_rss_mb``: this process's peak RSS (VmHWM, reset through /proc/self/clear_refs before)
-  during ipylsp's largest batch; it includes what the probes and earlier runs left in this
+  during ipylsp's largest batch; it includes what the raw client and earlier runs left in this
   process. ``kernel_rss``: the clean figure, from a fresh Python process that starts a Service
   (ty + ruff, then basedpyright + ruff), checks one file, then 1,000 new files in one
   ``check_files``: its RSS before and its peak (what a kernel pays; servers not included).
@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import concurrent.futures
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -49,6 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
+from lsp_client import LoopThread, RawClient, ResponseError, matcher
 
 from ipylsp.model.settings import Settings
 from ipylsp.servers import executables, python_env, registry, roots
@@ -60,110 +59,63 @@ TEXT = 'import os\nx: int = "s"\n'
 PYPROJECT = '[project]\nname = "bench"\nversion = "0"\n'
 
 
-def make_batch_probe(args: argparse.Namespace) -> Any:
-    """The probe, kept warm after its first file's diagnostics, serving batches on request."""
-    probe = c.load_probe()
+class RawSide:
+    """The raw client on its own event-loop thread, warm after its first file's diagnostics."""
 
-    class BatchProbe(probe.Probe):  # type: ignore[misc, name-defined]
-        def __init__(self, args: argparse.Namespace) -> None:
-            super().__init__(args)
-            self.ready: concurrent.futures.Future[bool] = concurrent.futures.Future()
-            self.steps: asyncio.Queue[Any] | None = None
-            self.workspace_diagnostics = False
+    def __init__(self, client: RawClient) -> None:
+        self.client = client
+        self.thread = LoopThread()
 
-        async def request(self, method: str, params: Any) -> Any:
-            response = await super().request(method, params)
-            if method == "initialize":
-                provider = (response.get("result") or {}).get("capabilities", {}).get(
-                    "diagnosticProvider"
-                )
-                self.workspace_diagnostics = bool(
-                    isinstance(provider, dict) and provider.get("workspaceDiagnostics")
-                )
-            return response
+    def ready(self, path: Path, timeout: float = 120.0) -> bool:
+        try:
+            self.thread.run(self.client.start(timeout), timeout)
+            self.thread.run(self.client.edit(path, TEXT, matcher("."), timeout), timeout)
+        except (TimeoutError, asyncio.TimeoutError, ConnectionError, ResponseError):
+            return False
+        return True
 
-        async def wait_for(self, want_error: bool, deadline: float) -> Any:
-            result = await super().wait_for(want_error, deadline)
-            self.steps = asyncio.Queue()
-            self.ready.set_result(result[0] is not None)
-            while True:
-                item = await self.steps.get()
-                if item is None:
-                    return result
-                paths, strategy, reply = item
-                try:
-                    reply.set_result(await self._batch(paths, strategy))
-                except Exception as exc:  # hand it to the driving thread
-                    reply.set_exception(exc)
-
-        async def _open(self, path: Path) -> None:
-            await self.notify("textDocument/didOpen", {"textDocument": {
-                "uri": path.as_uri(), "languageId": "python", "version": 1, "text": TEXT}})
-
-        async def _pull(self, path: Path) -> bool:
-            params: dict[str, Any] = {"textDocument": {"uri": path.as_uri()}}
-            if self.pull_identifier:
-                params["identifier"] = self.pull_identifier
-            while True:
-                response = await self.request("textDocument/diagnostic", params)
-                if "error" not in response:
-                    return bool((response.get("result") or {}).get("items"))
-                if response["error"].get("code") not in (-32801, -32802):
-                    return False  # a refused pull is retried, as any client must
-
-        async def _batch(self, paths: list[Path], strategy: str) -> tuple[float, int]:
-            start = time.monotonic()
-            if strategy == "sequential":
-                answered = 0
-                for path in paths:
-                    await self._open(path)
-                    answered += await self._pull(path)
-            elif strategy == "concurrent":
-                for path in paths:
-                    await self._open(path)
-                answered = sum(await asyncio.gather(*(self._pull(p) for p in paths)))
-            else:  # workspace
-                for path in paths:
-                    await self._open(path)
-                response = await self.request("workspace/diagnostic", {"previousResultIds": []})
-                uris = {p.as_uri() for p in paths}
-                items = (response.get("result") or {}).get("items") or []
-                answered = sum(1 for i in items if i.get("uri") in uris and i.get("items"))
-            elapsed = time.monotonic() - start
-            for path in paths:
-                await self.notify("textDocument/didClose", {"textDocument": {"uri": path.as_uri()}})
-            return elapsed, answered
-
-    return BatchProbe(args)
-
-
-class ProbeSide:
-    """A warm BatchProbe on its own event-loop thread."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.probe = make_batch_probe(args)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-        self._run = asyncio.run_coroutine_threadsafe(self.probe.run(), self._loop)
-
-    def ready(self, timeout: float = 120.0) -> bool:
-        return bool(self.probe.ready.result(timeout))
+    @property
+    def workspace_diagnostics(self) -> bool:
+        provider = self.client.capabilities.get("diagnosticProvider")
+        return isinstance(provider, dict) and bool(provider.get("workspaceDiagnostics"))
 
     def batch(self, paths: list[Path], strategy: str, timeout: float = 600.0) -> tuple[float, int]:
-        assert self.probe.steps is not None
-        reply: concurrent.futures.Future[tuple[float, int]] = concurrent.futures.Future()
-        item = (paths, strategy, reply)
-        self._loop.call_soon_threadsafe(self.probe.steps.put_nowait, item)
-        return reply.result(timeout)
+        return self.thread.run(self._batch(paths, strategy), timeout)
 
-    def finish(self) -> dict[str, Any]:
-        if self.probe.steps is not None:
-            self._loop.call_soon_threadsafe(self.probe.steps.put_nowait, None)
-        result: dict[str, Any] = self._run.result(60)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        return result
+    async def _answered(self, path: Path) -> bool:
+        try:
+            return bool(await self.client.pull_diagnostics(path))
+        except ResponseError:
+            return False
+
+    async def _batch(self, paths: list[Path], strategy: str) -> tuple[float, int]:
+        client = self.client
+        start = time.perf_counter()
+        if strategy == "sequential":
+            answered = 0
+            for path in paths:
+                await client.open(path, TEXT)
+                answered += await self._answered(path)
+        else:
+            for path in paths:
+                await client.open(path, TEXT)
+            if strategy == "concurrent":
+                answered = sum(await asyncio.gather(*(self._answered(p) for p in paths)))
+            else:  # workspace
+                result = await client.request("workspace/diagnostic", {"previousResultIds": []})
+                uris = {p.as_uri() for p in paths}
+                items = (result or {}).get("items") or []
+                answered = sum(1 for i in items if i.get("uri") in uris and i.get("items"))
+        elapsed = time.perf_counter() - start
+        for path in paths:
+            await client.close(path)
+        return elapsed, answered
+
+    def finish(self) -> int | None:
+        try:
+            return self.thread.run(self.client.stop(), 60)
+        finally:
+            self.thread.close()
 
 
 def write_batch(ws: Path, tag: str, n: int) -> list[Path]:
@@ -219,19 +171,15 @@ def bench_server(
     ws = iso.workspace({"warm.py": TEXT, "pyproject.toml": PYPROJECT}, f"batch-{server}")
     root = roots.find_root(ws / "warm.py", spec.root_markers, git_worktree=ws)
     final = python_env.for_server(spec, root, ceiling=ws)
-    args = c.probe_args(
-        root=root, file="warm.py", lang="python", expect=".", cmd=resolution.command,
-        settings=final.settings, init_options=final.initialization_options, timeout=120,
-    )
-    side = ProbeSide(args)
+    side = RawSide(c.reference_client(resolution.command, root, final))
     out: dict[str, Any] = {"command": list(resolution.command)}
     with service_for(iso, (server,)) as service:
         try:
-            if not side.ready():
-                return {"error": "the probe got no first diagnostics"}
+            if not side.ready(ws / "warm.py"):
+                return {"error": "the raw client got no first diagnostics"}
             assert ipylsp_batch(service, [ws / "warm.py"])[1]
             strategies = ["sequential", "concurrent"]
-            if side.probe.workspace_diagnostics:
+            if side.workspace_diagnostics:
                 strategies.append("workspace")
             out["raw_strategies"] = strategies
             for n in sizes:
@@ -271,7 +219,7 @@ def bench_server(
             if real:
                 out["real_sources"] = real_sources(ws, service, real)
         finally:
-            out["probe_exit"] = side.finish().get("exit_code")
+            out["probe_exit"] = side.finish()
     return out
 
 

@@ -3,9 +3,12 @@
 Issue 4. Run: ``.venv/bin/python benchmarks/bench_check.py [--n 30] [--servers ty,pyright]``.
 Prints one JSON object (also written to ``benchmarks/results/bench_check.json``).
 
-Per server (ty, pyright), on one temporary git workspace, with two warm servers of that kind:
+Per server (ty, pyright), on one temporary git workspace, with three warm servers of that kind:
 
-- ``plain``: the reference — a ``LanguageClient`` of its own on a ``BackgroundLoop`` (the same
+- ``raw``: the raw reference client (``lsp_client.RawClient`` on its own ``LoopThread``), timed
+  from the calling thread around one ``didChange`` and the first diagnostics answer for it;
+  ``raw_in_loop`` is the same timed inside its loop.
+- ``plain``: ipylsp's own ``LanguageClient`` on a ``BackgroundLoop`` (the same
   loop-thread machinery ``Service`` uses), timed from the calling thread around
   ``loop.run(client.diagnostics(path, text))`` with the text alternating between two versions:
   one ``didChange`` and one pull (the floor any check has to pay). ``plain_in_loop`` is the same
@@ -16,7 +19,7 @@ Per server (ty, pyright), on one temporary git workspace, with two warm servers 
 - ``roll_forward``: the file is written, then ``check(path)``: the baseline is the text and result
   of the previous check (known), so one round trip, then the delta.
 
-The three cases are interleaved (rotating order), ``n`` timed calls each, medians. Every result is
+The four cases are interleaved (rotating order), ``n`` timed calls each, medians. Every result is
 checked (the introduced/fixed counts expected from the texts), so a fast wrong answer shows.
 ``*_wire_median_ms`` is the span from the first document notification written to the last answer
 read (`_common.WireClock`); wall minus wire is ipylsp's own cost.
@@ -33,6 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
+from lsp_client import Diagnostics, LoopThread
 
 from ipylsp.lsp.client import LanguageClient
 from ipylsp.model.diagnostics import Report, Severity
@@ -59,6 +63,11 @@ TWO = HEAD + 'x: int = "s"\ny: str = double(2)\n'  # two errors
 TEXTS = (ONE, TWO)
 
 
+def any_answer(diagnostics: Diagnostics) -> bool:
+    """The raw client takes the first answer for the new text, as `LanguageClient` does."""
+    return True
+
+
 def error_count(report: Report, attr: str) -> int:
     return sum(1 for f in report.files for d in getattr(f, attr) if d.severity is Severity.ERROR)
 
@@ -79,11 +88,17 @@ def bench(iso: c.Isolation, server: str, n: int, warmup: int) -> dict[str, Any]:
     loop = BackgroundLoop("bench-plain")
     client = LanguageClient(final, root, resolution.command)
     clock = c.WireClock()
+    raw = c.reference_client(resolution.command, root, final)
+    raw_loop = LoopThread()
     times: dict[str, list[float]] = {
-        k: [] for k in ("plain", "plain_in_loop", "baseline", "roll_forward")
+        k: [] for k in ("raw", "raw_in_loop", "plain", "plain_in_loop", "baseline", "roll_forward")
     }
     wire: dict[str, list[float | None]] = {k: [] for k in ("plain", "baseline", "roll_forward")}
-    wrong: dict[str, int] = {k: 0 for k in ("plain", "baseline", "roll_forward")}
+    wrong: dict[str, int] = {k: 0 for k in ("raw", "plain", "baseline", "roll_forward")}
+
+    def raw_pull(text: str) -> tuple[float, int]:
+        seconds, _, diags = raw_loop.run(raw.edit(path, text, any_answer, 30, language_id), 60)
+        return seconds, sum(1 for d in diags if d.get("severity") == 1)
 
     async def plain_pull(text: str) -> tuple[float, int]:
         start = time.monotonic()
@@ -91,22 +106,34 @@ def bench(iso: c.Isolation, server: str, n: int, warmup: int) -> dict[str, Any]:
         return time.monotonic() - start, sum(1 for d in diags if d.severity is Severity.ERROR)
 
     try:
-        c.log(f"{server}: warming both servers")
+        c.log(f"{server}: warming the three servers")
         loop.run(client.start(60), 90)
+        raw_loop.run(raw.start(60), 90)
         for k in range(warmup + 1):
             loop.run(plain_pull(TEXTS[k % 2] if k < warmup else ONE), 60)
+            raw_pull(TEXTS[k % 2] if k < warmup else ONE)
         with c.closing_service(settings) as service:
             service.check(path)
             for k in range(warmup):
                 path.write_text(TEXTS[(k + 1) % 2] if k < warmup - 1 else ONE)
                 service.check(path)
-            plain_i = 0  # the plain client's document holds ONE
+            plain_i = 0  # the plain and raw clients' documents hold ONE
+            raw_i = 0
             svc_i = 0  # the service's last known text is ONE
             c.log(f"{server}: {n} timed calls per case, interleaved")
             for i in range(n):
-                cases = ("plain", "baseline", "roll_forward")
-                shift = i % 3
+                cases = ("raw", "plain", "baseline", "roll_forward")
+                shift = i % 4
                 for case in cases[shift:] + cases[:shift]:
+                    if case == "raw":
+                        raw_i += 1
+                        text = TEXTS[raw_i % 2]
+                        start = time.monotonic()
+                        inner, count = raw_pull(text)
+                        times["raw"].append(c.ms(time.monotonic() - start))
+                        times["raw_in_loop"].append(c.ms(inner))
+                        wrong["raw"] += count != (1 if text == ONE else 2)
+                        continue
                     if case == "plain":
                         plain_i += 1
                         text = TEXTS[plain_i % 2]
@@ -140,8 +167,10 @@ def bench(iso: c.Isolation, server: str, n: int, warmup: int) -> dict[str, Any]:
         clock.close()
         try:
             loop.run(client.stop(), 30)
+            raw_loop.run(raw.stop(), 30)
         finally:
             loop.stop()
+            raw_loop.close()
     medians = {k: c.median(v) for k, v in times.items()}
     wires = {k: c.median(v) for k, v in wire.items()}
     return {
@@ -157,6 +186,10 @@ def bench(iso: c.Isolation, server: str, n: int, warmup: int) -> dict[str, Any]:
         },
         "ratio_baseline_vs_plain": c.ratio(medians["baseline"], medians["plain"]),
         "ratio_roll_forward_vs_plain": c.ratio(medians["roll_forward"], medians["plain"]),
+        **{
+            f"ratio_{k}_vs_raw": c.ratio(medians[k], medians["raw"])
+            for k in ("plain", "baseline", "roll_forward")
+        },
         "wrong_results": wrong,
         "times_ms": times,
     }

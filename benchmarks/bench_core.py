@@ -4,15 +4,16 @@ Run: ``.venv/bin/python benchmarks/bench_core.py [--n 7] [--loop 20] [--only war
 Prints one JSON object (also written to ``benchmarks/results/bench_core.json``). Sections:
 
 ``warm_change`` (per server: ty, pyright)
-    *fresh*: the probe's ``clear_ms`` — ``didChange(fixed)`` -> diagnostics without the error,
-    right after the first diagnostics on a freshly spawned server — against the same thing
+    *fresh*: the raw client's ``clear_ms`` (``lsp_client.measure``) — ``didChange(fixed)`` ->
+    diagnostics without the error, right after the first diagnostics on a freshly spawned
+    server — against the same thing
     through ipylsp: a fresh ``Service`` with only that server, write the broken file, ``check``
     (warm-up: spawn, initialize, first diagnostics), write the fixed file, time ``check``.
     N runs of each, interleaved (alternating which goes first), each on a new workspace.
     *loop*: warm servers alternating broken/fixed 20 times: ``Service.check`` after each write
-    vs the probe's own client doing the same ``didChange`` -> fresh-diagnostics cycles
-    (``_common.SteppedProbe``: the probe's session on its own thread, each cycle waited for with
-    the probe's ``wait_for``: pull where registered, else push). Paired: per block a fresh probe
+    vs the raw client doing the same ``didChange`` -> fresh-diagnostics cycles
+    (``lsp_client.LoopThread``: its session on its own thread, each cycle waited for with
+    ``RawClient.edit``: pull where offered, else push). Paired: per block a fresh raw
     session and a fresh ``Service`` side by side, their edits alternating cycle by cycle (order
     swapped every cycle), 0.05 s of untimed think time before every edit; 4 blocks of 5 cycles.
     Pairing matters on a shared 2-core machine: pyright's answer time drifts by more than the
@@ -22,7 +23,7 @@ Prints one JSON object (also written to ``benchmarks/results/bench_core.json``).
     Medians, overhead in ms and as a ratio, and the target "at most 10 % or 5 ms, whichever is
     larger". ipylsp's number is wall time of the synchronous call from the caller's thread
     (hand-over to the loop thread, file read, syntax tier, didChange + didSave + pull, delta);
-    the probe's spans didChange written -> diagnostics parsed, in its own loop. Because server
+    the raw client's spans didChange written -> diagnostics parsed, in its own loop. Because server
     time varies more than ipylsp's cost (pyright's clear time moves by tens of ms between runs
     on a loaded 2-core machine), ipylsp's time is also split with `_common.WireClock`:
     ``ipylsp_wire_median_ms`` (first document notification written -> last answer read) and
@@ -66,6 +67,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
+from lsp_client import LoopThread, matcher
 
 from ipylsp.model.diagnostics import Report, Severity
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
@@ -128,26 +130,18 @@ def unknowns(report: Report) -> list[str]:
 # -- warm change -> fresh diagnostics -------------------------------------------------------------
 
 
-def _probe_args(iso: c.Isolation, spec: ServerSpec, command: tuple[str, ...]) -> Any:
-    ws = iso.workspace({"mod.py": BROKEN}, "probe")
-    fixed = ws.parent / "fixed.py"
-    fixed.write_text(FIXED)
+def _raw_client(
+    iso: c.Isolation, spec: ServerSpec, command: tuple[str, ...]
+) -> c.RawClient:
+    """The raw reference client on a new workspace holding BROKEN as mod.py."""
+    ws = iso.workspace({"mod.py": BROKEN}, "raw")
     final = python_env.for_server(spec, ws, ceiling=ws)  # the settings ipylsp would send
-    return c.probe_args(
-        root=ws,
-        file="mod.py",
-        lang="python",
-        expect=EXPECT,
-        cmd=command,
-        fixed=fixed,
-        settings=final.settings,
-        init_options=final.initialization_options,
-        timeout=30,
-    )
+    return c.reference_client(command, ws, final)
 
 
-def _probe_once(iso: c.Isolation, spec: ServerSpec, command: tuple[str, ...]) -> dict[str, Any]:
-    return c.run_probe(_probe_args(iso, spec, command))
+def _raw_once(iso: c.Isolation, spec: ServerSpec, command: tuple[str, ...]) -> dict[str, Any]:
+    client = _raw_client(iso, spec, command)
+    return c.run_reference(client, client.root / "mod.py", BROKEN, EXPECT, fixed=FIXED, timeout=30)
 
 
 def _ipylsp_fresh(iso: c.Isolation, server: str, clock: c.WireClock) -> dict[str, Any]:
@@ -191,27 +185,39 @@ def _paired_block(
     pause: float,
     clock: c.WireClock,
 ) -> dict[str, Any]:
-    """One probe session and one Service, both warm, their edits alternating cycle by cycle."""
-    stepped = c.SteppedProbe(_probe_args(iso, spec, command))
+    """One raw session and one Service, both warm, their edits alternating cycle by cycle."""
+    raw = _raw_client(iso, spec, command)
+    raw_path = raw.root / "mod.py"
+    thread = LoopThread()
+
+    def raw_edit(want_error: bool) -> float | None:
+        text = BROKEN if want_error else FIXED
+        try:
+            seconds, _, _ = thread.run(raw.edit(raw_path, text, matcher(EXPECT, want_error), 30))
+        except TimeoutError:
+            return None
+        return c.ms(seconds)
+
     ws = iso.workspace({"mod.py": BROKEN}, "svcloop")
     path = ws / "mod.py"
     settings = Settings(language_servers={"python": (server,)}, data_dir=iso.data_dir)
     out: dict[str, Any] = {"probe_ms": [], "ipylsp_ms": [], "own_ms": [], "wrong_results": 0}
     with c.closing_service(settings) as service:
         try:
-            if not stepped.start():
+            thread.run(raw.start(30))
+            if raw_edit(True) is None or raw_edit(False) is None:  # warm-up, then fixed
                 out["probe_failed"] = True
                 return out
             service.check(path)  # warm-up: spawn, initialize, first diagnostics
             path.write_text(FIXED)
-            service.check(path)  # both documents are now fixed, as the probe's is
+            service.check(path)  # both documents are now fixed, as the raw client's is
             for cycle in range(cycles):
                 want_error = cycle % 2 == 0
                 order = ("probe", "ipylsp") if cycle % 2 == 0 else ("ipylsp", "probe")
                 for who in order:
                     time.sleep(pause)  # think time before each edit (untimed), both clients
                     if who == "probe":
-                        out["probe_ms"].append(stepped.step(want_error))
+                        out["probe_ms"].append(raw_edit(want_error))
                         continue
                     path.write_text(BROKEN if want_error else FIXED)
                     clock.reset()
@@ -229,7 +235,8 @@ def _paired_block(
                     )
                     out["wrong_results"] += (not ok) or bool(unknowns(report))
         finally:
-            stepped.finish()
+            thread.run(raw.stop(), 30)
+            thread.close()
     return out
 
 
@@ -242,7 +249,7 @@ def bench_warm(
     if resolution.command is None:
         return {"missing": resolution.reason}
     command = resolution.command
-    c.log(f"warm_change {server}: {n} fresh runs of probe and ipylsp, interleaved")
+    c.log(f"warm_change {server}: {n} fresh runs of the raw client and ipylsp, interleaved")
     probe_clear: list[float | None] = []
     probe_diag: list[float | None] = []
     probe_init: list[float | None] = []
@@ -252,10 +259,10 @@ def bench_warm(
         order = ("probe", "ipylsp") if i % 2 == 0 else ("ipylsp", "probe")
         for who in order:
             if who == "probe":
-                res = _probe_once(iso, spec, command)
-                probe_clear.append(c.ms(res["clear_s"]) if res.get("clear_s") else None)
-                probe_diag.append(c.ms(res["diag_s"]) if res.get("diag_s") else None)
-                probe_init.append(res.get("init_ms"))
+                res = _raw_once(iso, spec, command)
+                probe_clear.append(res["clear_ms"])
+                probe_diag.append(res["diag_ms"])
+                probe_init.append(res["init_ms"])
             else:
                 fresh.append(_ipylsp_fresh(iso, server, clock))
     ipylsp_clear = [r["clear_ms"] for r in fresh]
@@ -645,7 +652,7 @@ def main() -> int:
     result: dict[str, Any] = {
         "benchmark": "bench_core",
         "machine": c.machine(),
-        "reference": str(c.PROBE_PATH),
+        "reference": c.REFERENCE,
     }
     iso = c.Isolation()
     try:

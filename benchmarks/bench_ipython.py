@@ -22,8 +22,8 @@ drift hits both alike:
   code has finished) to the header time of the report's ``display_data`` message: the time the
   user waits for the report after the cell is done. ``roundtrip_ms`` is the whole cell seen from
   the client, against the same cell in the kernel without the extension. The reference is the
-  raw LSP probe (``../shared/tools/lsp_probe.py``) on the same ty: ``didChange`` of the fixed text
-  to the diagnostics that reflect it (``clear_ms``, whole milliseconds), and the ratio.
+  raw LSP client (``benchmarks/lsp_client.py``) on the same ty: ``didChange`` of the fixed text
+  to the diagnostics that reflect it (``clear_ms``), and the ratio.
 
 Nothing here is a test: it prints numbers and says whether each budget was met.
 """
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-PROBE = Path(os.environ.get("IPYLSP_PROBE", REPO.parent / "shared" / "tools" / "lsp_probe.py"))
+RAW_CLIENT = REPO / "benchmarks" / "lsp_client.py"
 RESULTS = REPO / "benchmarks" / "results"
 
 BROKEN = 'def area(width: float) -> float:\n    return width * heigth\n\n\nx: int = "s"\n'
@@ -281,19 +281,18 @@ def writefile_report(ext: Kernel, plain: Kernel, path: Path, writes: int) -> dic
 # -- the raw reference ----------------------------------------------------------------------------
 
 
-def probe_ty(ws: Path) -> dict[str, Any]:
-    """The raw probe on ty: didOpen(broken) -> diagnostics, didChange(fixed) -> cleared."""
+def raw_ty(ws: Path) -> dict[str, Any]:
+    """The raw client on ty: didOpen(broken) -> diagnostics, didChange(fixed) -> cleared."""
     ty = shutil.which("ty", path=os.path.dirname(sys.executable)) or shutil.which("ty")
-    if not PROBE.exists() or ty is None:
-        return {"error": f"probe {PROBE} or ty not found"}
-    (ws / "probe.py").write_text(BROKEN)
-    (ws / "probe_fixed.py").write_text(FIXED)
+    if ty is None:
+        return {"error": "ty not found"}
+    (ws / "raw.py").write_text(BROKEN)
+    (ws / "raw_fixed.py").write_text(FIXED)
     runs = []
     for _ in range(5):
         proc = subprocess.run(
-            [sys.executable, str(PROBE), "--root", str(ws), "--file", "probe.py", "--lang",
-             "python", "--expect", "heigth", "--fixed", str(ws / "probe_fixed.py"), "--linger",
-             "0", "--", ty, "server"],
+            [sys.executable, str(RAW_CLIENT), "--root", str(ws), "--file", "raw.py",
+             "--expect", "heigth", "--fixed", str(ws / "raw_fixed.py"), "--", ty, "server"],
             capture_output=True, text=True, timeout=120,
         )
         try:
@@ -339,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         os.chdir(cwd)
         result["kernel"] = through_kernels(top, ws_small, ws_big, args.kernel_cells, args.writes)
-        result["reference_probe_ty"] = probe_ty(ws_small)
+        result["reference_probe_ty"] = raw_ty(ws_small)
         report_ms = result["kernel"]["writefile_report"]["after_cell_median_ms"]
         clear_ms = result["reference_probe_ty"].get("clear_median_ms")
         if report_ms is not None and clear_ms:

@@ -11,11 +11,12 @@ Run: ``.venv/bin/python benchmarks/bench_mcp.py [--n 30] [--cold 5]``. Prints on
   process: the tool's own work) and ``service`` (``Service.check`` in process). Every answer
   is checked (the broken text reports its error, the fixed one none). The issue's target:
   ``mcp`` - ``service`` <= 5 ms at the median.
-- ``cold``: a first answer from nothing, alternating: ``ipylsp mcp`` (ty only, as the probe)
-  spawned, MCP ``initialize``, ``lsp_check`` of a file with one error, answer received; against
-  the raw probe (``lsp_probe.py``, in this process) spawning ty, initializing and receiving
-  the first diagnostics (``init_ms + diag_ms``). ``mcp_initialize_ms`` is the part before ty
-  starts: the interpreter, ipylsp's and the SDK's imports, the MCP handshake.
+- ``cold``: a first answer from nothing, alternating: ``ipylsp mcp`` (ty only, as the raw
+  client) spawned, MCP ``initialize``, ``lsp_check`` of a file with one error, answer received;
+  against the raw client (``lsp_client.py``, in this process) spawning ty, initializing and
+  receiving the first diagnostics (``init_ms + diag_ms``; ``probe_*`` in the JSON).
+  ``mcp_initialize_ms`` is the part before ty starts: the interpreter, ipylsp's and the SDK's
+  imports, the MCP handshake.
   ``mcp_check_after_idle``: the same first ``lsp_check`` when the client calls ``IDLE`` s
   after ``initialize`` (as agents do), once ``ipylsp mcp``'s warm-up imports have run.
 """
@@ -152,15 +153,14 @@ async def cold_mcp(params: StdioServerParameters, path: str, idle: float = 0.0
 
 
 def cold_probe(iso: c.Isolation, command: tuple[str, ...]) -> dict[str, Any]:
+    """The raw client: spawn ty, initialize, first diagnostics holding the error."""
     spec = registry.get("ty")
     assert spec is not None
-    root, path, _fixed, final = prepared(spec, PY_TYPE, iso)
-    args = c.probe_args(root=root, file=str(path.relative_to(root)), lang="python",
-                        expect=PY_TYPE.expect, cmd=command, settings=final.settings,
-                        init_options=final.initialization_options)
-    res = c.run_probe(args)
-    init, diag = res.get("init_ms"), (c.ms(res["diag_s"]) if res.get("diag_s") else None)
-    return {"first_answer_ms": None if init is None or diag is None else init + diag,
+    root, path, final = prepared(spec, PY_TYPE, iso)
+    res = c.run_reference(c.reference_client(command, root, final), path, PY_TYPE.broken,
+                          PY_TYPE.expect)
+    init, diag = res["init_ms"], res["diag_ms"]
+    return {"first_answer_ms": None if init is None or diag is None else round(init + diag, 3),
             "init_ms": init, "diag_ms": diag}
 
 

@@ -7,8 +7,8 @@ object (also written to ``benchmarks/results/bench_orphans.json``).
   (`procfs.carrying`). Reference in the same run: `procfs.descendants`, the /proc stat scan every
   stop already made. Measured with the machine's processes and with ``--extra`` more sleeping
   processes (each with a 2 KB environment, like a shell's), medians of 30 scans.
-- ``stop_ruff``: stopping a warm ruff server. Reference: the probe (``lsp_probe.Probe``'s own
-  `request`/`notify` on a server it spawned) sending shutdown + exit and reaping the process;
+- ``stop_ruff``: stopping a warm ruff server. Reference: the raw client (`lsp_client.RawClient`
+  `stop` on a server it spawned: shutdown + exit, the process reaped, its group killed);
   ipylsp: `LanguageClient.stop` (the same, then group, descendants and two tag scans). ``--n``
   runs each, alternating.
 - ``close_fake``: `Service.close` with one fixture server that exits cleanly but leaves a
@@ -29,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
+from lsp_client import RawClient
 
 from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.procfs import carrying, descendants, running
@@ -76,24 +77,13 @@ def scan(extra: int) -> dict[str, Any]:
     return out
 
 
-async def _probe_stop(root: Path, command: list[str]) -> float:
-    """The probe's client on a server it spawned: initialize, then time shutdown + exit + reap."""
-    probe = c.load_probe().Probe(c.probe_args(
-        root=root, file="a.py", lang="python", expect="F821", cmd=command))
-    probe.proc = await asyncio.create_subprocess_exec(
-        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, cwd=str(root), start_new_session=True)
-    reader = asyncio.ensure_future(probe.reader())
-    await probe.request("initialize", {"processId": None, "rootUri": root.as_uri(),
-                                       "capabilities": {}})
-    await probe.notify("initialized", {})
+async def _raw_stop(root: Path, command: list[str]) -> float:
+    """The raw client on a server it spawned: initialize, then time its stop."""
+    client = RawClient(command, root)
+    await client.start(30)
     began = time.perf_counter()
-    await probe.request("shutdown", None)
-    await probe.notify("exit", None)
-    await probe.proc.wait()
-    elapsed = time.perf_counter() - began
-    reader.cancel()
-    return elapsed
+    await client.stop()
+    return time.perf_counter() - began
 
 
 async def _ipylsp_stop(root: Path, command: list[str]) -> float:
@@ -115,18 +105,18 @@ def stop_ruff(iso: c.Isolation, n: int) -> dict[str, Any]:
     if command is None:
         return {"skipped": "ruff not installed"}
     root = iso.workspace({"a.py": "print(x)\n"}, "ruff")
-    probe: list[float] = []
+    raw: list[float] = []
     ours: list[float] = []
     for run in range(n):
-        order = (_probe_stop, _ipylsp_stop) if run % 2 == 0 else (_ipylsp_stop, _probe_stop)
+        order = (_raw_stop, _ipylsp_stop) if run % 2 == 0 else (_ipylsp_stop, _raw_stop)
         for stop in order:
             elapsed = asyncio.run(stop(root, list(command)))
-            (probe if stop is _probe_stop else ours).append(c.ms(elapsed))
+            (raw if stop is _raw_stop else ours).append(c.ms(elapsed))
     return {
-        "probe_median_ms": c.median(probe),
+        "probe_median_ms": c.median(raw),
         "ipylsp_median_ms": c.median(ours),
-        "ratio": c.ratio(c.median(ours), c.median(probe)),
-        "overhead_ms": round((c.median(ours) or 0) - (c.median(probe) or 0), 3),
+        "ratio": c.ratio(c.median(ours), c.median(raw)),
+        "overhead_ms": round((c.median(ours) or 0) - (c.median(raw) or 0), 3),
     }
 
 

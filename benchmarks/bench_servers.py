@@ -1,4 +1,4 @@
-"""Every installed language server, through ipylsp and through the raw probe side by side (issue 3).
+"""Every installed language server, through ipylsp and through the raw client side by side.
 
 Run: ``.venv/bin/python benchmarks/bench_servers.py [--n 3] [--only ty,gopls,...]``. Prints one
 JSON object (also written to ``benchmarks/results/bench_servers.json``).
@@ -10,14 +10,14 @@ installed server gets a tiny temporary git workspace with one planted error and 
 N runs of each client, interleaved (alternating which goes first):
 
 - ``init_ms``: spawn -> initialize answered. ipylsp: ``LanguageClient.start`` (spawn, initialize,
-  ``initialized``, ``didChangeConfiguration``); probe: its ``init_ms``.
+  ``initialized``, ``didChangeConfiguration``); raw client (``lsp_client.measure``): the same.
 - ``diag_ms``: didOpen -> first diagnostics holding the planted error. ipylsp:
   ``LanguageClient.diagnostics(path, broken)`` — the diagnostics *for that document version* (the
-  first version-tagged push, or a pull); the probe instead waits until some push or pull holds
-  the error. ``ipylsp_first_answer_has_error`` says whether ipylsp's one answer had it.
+  first version-tagged push, or a pull); the raw client instead waits until some push or pull
+  holds the error. ``ipylsp_first_answer_has_error`` says whether ipylsp's one answer had it.
 - ``clear_ms``: didChange with the fix -> diagnostics without the error (same two clients).
-- ``rss_mb``: peak summed VmRSS of the server's process tree, sampled every 50 ms (the probe
-  samples its own way, also every 50 ms).
+- ``rss_mb``: peak summed VmRSS of the server's process tree, sampled every 50 ms and at the
+  end of each phase (`lsp_client.RssSampler`, both clients).
 
 Both clients get exactly the same settings and initialization options (the registry row, with
 the Python environment ipylsp hands over applied for Python servers), and neither sends didSave.
@@ -51,7 +51,7 @@ class Case:
     file: str
     broken: str
     fixed: str
-    expect: str  # regex over a diagnostic's message (or its JSON, for the probe)
+    expect: str  # regex over a diagnostic's message (or its JSON, for the raw client)
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -152,41 +152,37 @@ CASES: dict[str, Case] = {
 }
 
 
-def prepared(spec: ServerSpec, case: Case, iso: c.Isolation) -> tuple[Path, Path, Path, ServerSpec]:
-    """(workspace root, file, fixed-text file, final spec) — the root as the checker finds it."""
+def prepared(spec: ServerSpec, case: Case, iso: c.Isolation) -> tuple[Path, Path, ServerSpec]:
+    """(workspace root, file, final spec) — the root as the checker finds it."""
     ws = iso.workspace({case.file: case.broken, **case.extra}, spec.id.replace("/", "-"))
     path = ws / case.file
     root = roots.find_root(path, spec.root_markers, git_worktree=ws)
     final = python_env.for_server(spec, root, ceiling=ws)
-    fixed = ws.parent / ("fixed-" + Path(case.file).name)
-    fixed.write_text(case.fixed)
-    return root, path, fixed, final
+    return root, path, final
 
 
-def run_probe(
+def run_raw(
     spec: ServerSpec, command: tuple[str, ...], case: Case, iso: c.Isolation, timeout: float
 ) -> dict[str, Any]:
-    root, path, fixed, final = prepared(spec, case, iso)
-    args = c.probe_args(
-        root=root,
-        file=str(path.relative_to(root)),
-        lang=languages.language_id(path) or "plaintext",
-        expect=case.expect,
-        cmd=command,
-        fixed=fixed,
-        settings=final.settings,
-        init_options=final.initialization_options,
+    root, path, final = prepared(spec, case, iso)
+    res = c.run_reference(
+        c.reference_client(command, root, final),
+        path,
+        case.broken,
+        case.expect,
+        fixed=case.fixed,
+        language_id=languages.language_id(path) or "plaintext",
         timeout=timeout,
+        rss=True,
     )
-    res = c.run_probe(args)
     return {
-        "init_ms": res.get("init_ms"),
-        "diag_ms": c.ms(res["diag_s"]) if res.get("diag_s") else None,
-        "clear_ms": c.ms(res["clear_s"]) if res.get("clear_s") else None,
-        "rss_mb": res.get("peak_rss_mb"),
+        "init_ms": res["init_ms"],
+        "diag_ms": res["diag_ms"],
+        "clear_ms": res["clear_ms"],
+        "rss_mb": res.get("rss_mb"),
         "channel": res.get("diag_channel"),
-        "error": res.get("init_error") or (res.get("timeout") and "timeout") or None,
-        "first_messages": res.get("diag_messages") or res.get("diag_last_seen"),
+        "error": res["error"],
+        "first_messages": res.get("diag_messages"),
     }
 
 
@@ -236,7 +232,7 @@ async def _ipylsp_async(
 def run_ipylsp(
     spec: ServerSpec, command: tuple[str, ...], case: Case, iso: c.Isolation, timeout: float
 ) -> dict[str, Any]:
-    root, path, _, final = prepared(spec, case, iso)
+    root, path, final = prepared(spec, case, iso)
     sampler = c.RssSampler()
     try:
         out = asyncio.run(_ipylsp_async(final, command, root, path, case, timeout, sampler))
@@ -263,7 +259,7 @@ def bench_server(
         order = ("probe", "ipylsp") if i % 2 == 0 else ("ipylsp", "probe")
         for who in order:
             if who == "probe":
-                probe_rows.append(run_probe(spec, command, case, iso, timeout))
+                probe_rows.append(run_raw(spec, command, case, iso, timeout))
             else:
                 ipylsp_rows.append(run_ipylsp(spec, command, case, iso, timeout))
     probe, ours = summarize(probe_rows), summarize(ipylsp_rows)
@@ -316,8 +312,8 @@ def main() -> int:
     result: dict[str, Any] = {
         "benchmark": "bench_servers",
         "machine": c.machine(),
-        "reference": str(c.PROBE_PATH),
-        "columns": "each cell: ipylsp / probe (medians)",
+        "reference": c.REFERENCE,
+        "columns": "each cell: ipylsp / raw client (medians)",
     }
     iso = c.Isolation()
     servers: dict[str, Any] = {}
