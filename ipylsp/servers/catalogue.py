@@ -1,7 +1,7 @@
 """The rows of the registry: every language server ipylsp knows, as data.
 
-Settings below are what each server needs to actually report (measured with
-``../shared/tools/lsp_probe.py``; see ``../shared/notes/servers.md``): they are answered to
+Settings below are what each server needs to actually report (measured with the raw client
+``benchmarks/lsp_client.py``): they are answered to
 ``workspace/configuration`` by section (``{"css": {"validate": true}}`` answers section ``css``).
 Adding a server is adding a row here; `registry` holds the functions that read them.
 """

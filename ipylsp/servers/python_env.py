@@ -6,7 +6,7 @@ or conda env. Nothing is executed: a venv is recognised by ``pyvenv.cfg`` (or ``
 an existing interpreter.
 
 Hand-over (`env_config` / `apply`), verified with the real servers and a package installed only in
-a venv outside the project (``../shared/tools/lsp_probe.py``):
+a venv outside the project (``benchmarks/lsp_client.py``):
 
 - pyright, basedpyright: ``workspace/configuration`` section ``python`` =
   ``{"pythonPath": <interpreter>, "venvPath": <parent>, "venv": <name>}``. ``pythonPath`` is what
