@@ -54,7 +54,7 @@ class Range:
 
 @dataclass(frozen=True, slots=True)
 class Cached:
-    """Where a diagnostic came from the store instead of a live server (issue 14): when the
+    """Where a diagnostic came from the store instead of a live server: when the
     server answered, and whether the file's text has changed since (`stale`)."""
 
     written_at: float

@@ -1,4 +1,4 @@
-"""The service's side of the persistent store (issue 14): which file it is, what a check
+"""The service's side of the persistent store: which file it is, what a check
 writes to it, and what a check reads back.
 
 - Every live answer for a file's text is kept (`put`), from the loop: a queue put, the disk

@@ -39,7 +39,7 @@ _AT = "Point at it with `path` + `line` + `symbol` (or `column`), or a `symbol` 
 
 def _stored(result: ToolResult, answer: FeatureResult[Any]) -> ToolResult:
     """An answer from the store says so: `(cached 3 min ago; why)` last in the text, and
-    `data.source` "cache" with `data.cached` (issue 14)."""
+    `data.source` "cache" with `data.cached`."""
     if answer.cached is None:
         return result
     from ipylsp.analysis.report.schema import cached_json

@@ -33,7 +33,7 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
         "source": d.source,
         "server": d.server_id,
     }
-    if d.cached is not None:  # from the store, not a live server (issue 14)
+    if d.cached is not None:  # from the store, not a live server
         out["cached"] = cached_json(d.cached)
     return out
 
