@@ -10,6 +10,12 @@ The run leaves nothing behind: TMPDIR points into a directory of its own (set he
 servers such as pyright, kernels and their helpers write there; removed when pytest ends), and the
 status files (`<data_dir>/run/status-<pid>-<n>.json`) of this process, or of processes that are
 gone (a SIGKILLed kernel), are swept at the end.
+
+Unit tests and real-part tests apart: a test that starts a process (a language server, a kernel,
+a Jupyter server, a browser, git, any subprocess), itself or through a fixture, is marked
+`real`. With `IPYLSP_TESTS_FAST=1` (`scripts/test --fast`, which also deselects them with
+`-m "not real"`) an audit hook fails any test not marked `real` that starts one: the spawning
+call raises `SpawnInFastRun`, and the test fails even when the code under test catches it.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ipylsp.ipython.audit import SPAWN_EVENTS
 from ipylsp.lsp.process import Watchdog, carrying, descendants, running, wait_exited
 from ipylsp.private import scratch_dir
 
@@ -118,3 +126,65 @@ def _sweep_status_files() -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     _sweep_status_files()
     shutil.rmtree(SESSION_TMP, ignore_errors=True)
+
+
+# -- the fast run: a test not marked `real` starts no process ------------------------------------
+
+FAST_VAR = "IPYLSP_TESTS_FAST"
+
+
+class SpawnInFastRun(RuntimeError):
+    """Raised into the call that would start a process during a test not marked `real`."""
+
+
+class _SpawnGuard:
+    """The audit hook of the fast run: the test now running, and what it tried to start."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.nodeid: str | None = None  # a test not marked `real` is in setup, call or teardown
+        self.spawns: list[str] = []
+
+    def hook(self, event: str, args: tuple[Any, ...]) -> None:
+        # Any thread (a server is started by a loop thread), but not a forked child's exec.
+        if event not in SPAWN_EVENTS or self.nodeid is None or os.getpid() != self.pid:
+            return
+        what = f"{event} {args[0]!r}" if args else event
+        message = (
+            f"{self.nodeid} started a process ({what[:300]}) in the fast run ({FAST_VAR}=1), "
+            "which runs only unit tests: mark the test `@pytest.mark.real` (or its module: "
+            "`pytestmark = pytest.mark.real`)"
+        )
+        self.spawns.append(message)
+        raise SpawnInFastRun(message)
+
+
+_GUARD: _SpawnGuard | None = None
+if os.environ.get(FAST_VAR) == "1":
+    _GUARD = _SpawnGuard()
+    sys.addaudithook(_GUARD.hook)  # for the life of the process: only in the fast run
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Setup, call and teardown of a test not marked `real` are guarded (module- and
+    session-scoped fixtures it sets up included)."""
+    if _GUARD is not None and item.get_closest_marker("real") is None:
+        _GUARD.nodeid = item.nodeid
+    try:
+        yield
+    finally:
+        if _GUARD is not None:
+            _GUARD.nodeid = None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A phase that tried to start a process fails, whatever became of `SpawnInFastRun`."""
+    outcome = yield
+    if _GUARD is None or not _GUARD.spawns:
+        return
+    report: pytest.TestReport = outcome.get_result()
+    spawns, _GUARD.spawns = _GUARD.spawns, []
+    report.outcome = "failed"
+    report.longrepr = "\n".join([*spawns, "", str(report.longrepr or "")]).rstrip()

@@ -16,7 +16,7 @@ from ipylsp.agent import TOOLS, call_tool
 from tests.real_servers import require
 from tests.test_ipython_kernel import REPO, Kernel, kernel_dir_for, seed_workspace
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.real, pytest.mark.timeout(180)]
 
 NOTEBOOK = REPO / "notebooks" / "agent_tools.ipynb"
 

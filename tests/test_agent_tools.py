@@ -227,6 +227,7 @@ ERRORS: list[tuple[str, str, dict[str, Any], str]] = [
 ]
 
 
+@pytest.mark.real
 @pytest.mark.parametrize(("code", "name", "arguments", "message"), ERRORS,
                          ids=[f"{e[0]}-{e[1]}-{i}" for i, e in enumerate(ERRORS)])
 def test_error_codes(box: Toolbox, code: str, name: str, arguments: dict[str, Any],
@@ -248,6 +249,7 @@ FAULTS = [
 ]
 
 
+@pytest.mark.real
 @pytest.mark.parametrize(("code", "flags", "installed", "message"), FAULTS,
                          ids=[f"{f[0]}-{i}" for i, f in enumerate(FAULTS)])
 def test_server_fault_codes(root: Path, code: str, flags: tuple[str, ...], installed: bool,
@@ -268,6 +270,7 @@ def test_every_error_code_is_tested() -> None:
     assert tested == set(CODES)
 
 
+@pytest.mark.real
 def test_a_bug_of_ours_is_an_answer_not_an_exception(
     box: Toolbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -280,12 +283,14 @@ def test_a_bug_of_ours_is_an_answer_not_an_exception(
     assert result.text == "error [lsp_error]: ipylsp failed: RuntimeError('boom')"
 
 
+@pytest.mark.real
 def test_the_callers_arguments_are_left_as_they_were(box: Toolbox) -> None:
     arguments = {"path": "main.py", "line": 3, "symbol": "sq"}
     assert box.call("lsp_hover", arguments).ok
     assert arguments == {"path": "main.py", "line": 3, "symbol": "sq"}  # no default filled in
 
 
+@pytest.mark.real
 def test_arguments_that_are_not_an_object(box: Toolbox) -> None:
     result = box.call("lsp_check", ["main.py"])  # type: ignore[arg-type]
     assert result.error_code == "invalid_argument"
@@ -295,6 +300,7 @@ def test_arguments_that_are_not_an_object(box: Toolbox) -> None:
 # -- checks -------------------------------------------------------------------------------------
 
 
+@pytest.mark.real
 def test_check_reports_what_an_edit_introduced_and_fixed(box: Toolbox) -> None:
     root = box.workspace.root
     assert ok(box.call("lsp_check", {"path": "main.py"})) == "main.py: no new problems (ruff, ty)"
@@ -312,6 +318,7 @@ def test_check_reports_what_an_edit_introduced_and_fixed(box: Toolbox) -> None:
     assert ok(box.call("lsp_check", {"path": "main.py"})) == "fixed 1 error in main.py"
 
 
+@pytest.mark.real
 def test_preflight_writes_nothing_and_hands_nothing_over(box: Toolbox) -> None:
     box.call("lsp_check", {"path": "main.py"})
     box.call("lsp_pending", {})
@@ -328,6 +335,7 @@ def test_preflight_writes_nothing_and_hands_nothing_over(box: Toolbox) -> None:
     assert not (box.workspace.root / "new.py").exists()
 
 
+@pytest.mark.real
 def test_diagnostics_follow_a_write_behind_ipylsps_back(box: Toolbox) -> None:
     root = box.workspace.root
     write(root, "bad.py", "x: int = 'one'\n")
@@ -339,6 +347,7 @@ def test_diagnostics_follow_a_write_behind_ipylsps_back(box: Toolbox) -> None:
     assert '<diagnostics file="bad.py">\nERROR [1:10]' in text
 
 
+@pytest.mark.real
 def test_diagnostics_say_what_the_severity_filter_hides(box: Toolbox) -> None:
     write(box.workspace.root, "warn.py", "import os\n")
     box.call("lsp_check", {"path": "warn.py"})
@@ -350,6 +359,7 @@ def test_diagnostics_say_what_the_severity_filter_hides(box: Toolbox) -> None:
     )
 
 
+@pytest.mark.real
 def test_status_names_the_running_servers(box: Toolbox) -> None:
     box.call("lsp_check", {"path": "main.py"})
     text = ok(box.call("lsp_status", {}))
@@ -363,6 +373,7 @@ def test_status_names_the_running_servers(box: Toolbox) -> None:
 # -- queries and positions ----------------------------------------------------------------------
 
 
+@pytest.mark.real
 def test_definition_by_line_and_symbol_shows_the_source_line(box: Toolbox) -> None:
     result = box.call("lsp_definition", {"path": "main.py", "line": 3, "symbol": "Square"})
     assert ok(result) == "shapes.py:6:7: class Square(Shape):"
@@ -373,6 +384,7 @@ def test_definition_by_line_and_symbol_shows_the_source_line(box: Toolbox) -> No
     assert ok(by_column) == ok(result)
 
 
+@pytest.mark.real
 def test_occurrence_picks_among_repeats(box: Toolbox) -> None:
     first = box.call("lsp_hover", {"path": "main.py", "line": 4, "symbol": "sq"})
     second = box.call("lsp_hover", {"path": "main.py", "line": 4, "symbol": "sq", "occurrence": 2})
@@ -381,6 +393,7 @@ def test_occurrence_picks_among_repeats(box: Toolbox) -> None:
     assert ok(first) == ok(second) == "Square"
 
 
+@pytest.mark.real
 def test_path_and_symbol_use_the_outline(box: Toolbox) -> None:
     result = box.call("lsp_references", {"path": "shapes.py", "symbol": "Square"})
     assert ok(result) == (
@@ -392,12 +405,14 @@ def test_path_and_symbol_use_the_outline(box: Toolbox) -> None:
     assert narrowed.data["at"] == {"path": "shapes.py", "line": 7, "column": 9}
 
 
+@pytest.mark.real
 def test_hover_is_plain_text(box: Toolbox) -> None:
     result = box.call("lsp_hover", {"path": "main.py", "line": 4, "symbol": "area"})
     assert ok(result) == "bound method Square.area() -> float"
     assert "```" not in result.data["hover"]
 
 
+@pytest.mark.real
 def test_symbols_outline(box: Toolbox) -> None:
     assert ok(box.call("lsp_symbols", {"path": "shapes.py"})) == (
         "class Shape  1:7\n  method area  2:9\nclass Square  6:7\n  method area  7:9"
@@ -407,6 +422,7 @@ def test_symbols_outline(box: Toolbox) -> None:
     )
 
 
+@pytest.mark.real
 def test_answers_keep_to_the_budget(root: Path, service: Service) -> None:
     lines = "".join(f"value_{i} = {i}\n" for i in range(60))
     write(root, "many.py", lines)
@@ -421,6 +437,7 @@ def test_answers_keep_to_the_budget(root: Path, service: Service) -> None:
 # -- confinement --------------------------------------------------------------------------------
 
 
+@pytest.mark.real
 def test_symlinks_out_of_the_root_are_refused(box: Toolbox, tmp_path: Path) -> None:
     outside = write(tmp_path, "secret.py", "password = 1\n")
     link = box.workspace.root / "link.py"
@@ -435,6 +452,7 @@ def test_symlinks_out_of_the_root_are_refused(box: Toolbox, tmp_path: Path) -> N
     assert box.call("lsp_symbols", {"path": "alias.py"}).ok
 
 
+@pytest.mark.real
 def test_call_tool_uses_the_current_directory(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -456,6 +474,7 @@ def test_call_tool_uses_the_current_directory(
 # -- subscriptions ------------------------------------------------------------------------------
 
 
+@pytest.mark.real
 def test_subscribers_see_every_report_and_a_raising_one_is_dropped(box: Toolbox) -> None:
     seen: list[Report] = []
 
@@ -478,6 +497,7 @@ def test_subscribers_see_every_report_and_a_raising_one_is_dropped(box: Toolbox)
     assert len(seen) == 2
 
 
+@pytest.mark.real
 def test_late_answers_reach_subscribers(root: Path) -> None:
     spec = ServerSpec(
         id="fake", name="Fake", languages=("shellscript",),
@@ -502,6 +522,7 @@ def test_late_answers_reach_subscribers(root: Path) -> None:
 # -- the features that answer with edits, calls and workspace symbols ---------------------------
 
 
+@pytest.mark.real
 def test_symbol_alone_is_found_across_the_workspace(box: Toolbox) -> None:
     result = box.call("lsp_definition", {"symbol": "Square"})
     assert ok(result) == "shapes.py:6:7: class Square(Shape):"
@@ -510,6 +531,7 @@ def test_symbol_alone_is_found_across_the_workspace(box: Toolbox) -> None:
     assert narrowed.data["at"] == {"path": "shapes.py", "line": 7, "column": 9}
 
 
+@pytest.mark.real
 def test_a_name_defined_twice_in_the_workspace_is_ambiguous(box: Toolbox) -> None:
     write(box.workspace.root, "other.py", "class Square:\n    pass\n")
     box.call("lsp_check", {"path": "other.py"})  # ipylsp tells the servers of new files it sees
@@ -529,10 +551,12 @@ def test_a_name_defined_twice_in_the_workspace_is_ambiguous(box: Toolbox) -> Non
         (box.workspace.root / "other.py").unlink()
 
 
+@pytest.mark.real
 def test_workspace_symbol_search(box: Toolbox) -> None:
     assert ok(box.call("lsp_symbols", {"query": "Squ"})) == "class Square  shapes.py:6:1"
 
 
+@pytest.mark.real
 def test_rename_preview_is_a_diff_and_writes_nothing(box: Toolbox) -> None:
     result = box.call("lsp_rename_preview", {"path": "main.py", "line": 3, "symbol": "Square",
                                              "new_name": "Box"})
@@ -549,6 +573,7 @@ def test_rename_preview_is_a_diff_and_writes_nothing(box: Toolbox) -> None:
     assert (box.workspace.root / "main.py").read_text() == MAIN
 
 
+@pytest.mark.real
 def test_code_actions_show_ruffs_fix_as_a_diff(box: Toolbox) -> None:
     write(box.workspace.root, "imports.py", "import os\n\nprint(1)\n")
     result = box.call("lsp_code_actions", {"path": "imports.py", "line": 1})
@@ -564,6 +589,7 @@ def test_code_actions_show_ruffs_fix_as_a_diff(box: Toolbox) -> None:
     assert ok(none) == "(no quick fixes for line 3)"
 
 
+@pytest.mark.real
 def test_calls_incoming_and_outgoing(box: Toolbox) -> None:
     write(box.workspace.root, "calls.py",
           "def leaf() -> int:\n    return 1\n\n\ndef root() -> int:\n    return leaf()\n")
@@ -577,6 +603,7 @@ def test_calls_incoming_and_outgoing(box: Toolbox) -> None:
     assert ok(outgoing).splitlines()[1:] == ["function leaf (in calls)  calls.py:1:5"]
 
 
+@pytest.mark.real
 def test_a_definition_follows_a_file_changed_behind_ipylsps_back(box: Toolbox) -> None:
     box.call("lsp_check", {"path": "shapes.py"})  # the server has shapes.py open
     first = box.call("lsp_definition", {"path": "main.py", "line": 3, "symbol": "Square"})
@@ -586,6 +613,7 @@ def test_a_definition_follows_a_file_changed_behind_ipylsps_back(box: Toolbox) -
     assert ok(moved) == "shapes.py:8:7: class Square(Shape):"
 
 
+@pytest.mark.real
 def test_basedpyright_offers_the_missing_import(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.real_servers import workspace
@@ -604,6 +632,7 @@ def test_basedpyright_offers_the_missing_import(tmp_path: Path,
     )
 
 
+@pytest.mark.real
 def test_typescript_definition_by_symbol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.real_servers import workspace
 
@@ -623,6 +652,7 @@ def test_typescript_definition_by_symbol(tmp_path: Path, monkeypatch: pytest.Mon
         assert "function greet(name: string): string" in ok(hover)
 
 
+@pytest.mark.real
 def test_a_diff_keeps_a_blank_context_line_at_its_end(box: Toolbox) -> None:
     write(box.workspace.root, "blank.py", "import os\nx = 1\n\n")
     text = ok(box.call("lsp_code_actions", {"path": "blank.py", "line": 1}))

@@ -14,6 +14,8 @@ import ipylsp
 from ipylsp.model.diagnostics import Report
 from ipylsp.model.settings import Settings
 
+pytestmark = pytest.mark.real
+
 LIB = "def area(width: int, height: int) -> int:\n    return width * height\n"
 MAIN = "from lib import area\n\ntotal = area(2, 3)\nprint(total)\n"
 

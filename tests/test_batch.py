@@ -26,6 +26,8 @@ from ipylsp.model.settings import Settings
 from ipylsp.service.service import FileCheck, Service
 from tests.real_servers import DATA_DIR, require, workspace, write
 
+pytestmark = pytest.mark.real
+
 TYPE_ERROR = {
     "ty": 'ERROR [1:10] Object of type `Literal["s"]` is not assignable to `int` '
     "[invalid-assignment] (ty)",

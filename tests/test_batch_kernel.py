@@ -18,7 +18,7 @@ from tests.real_servers import require
 from tests.test_batch import TYPE_ERROR
 from tests.test_ipython_kernel import Kernel, block, kernel_dir_for, seed_workspace
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.real, pytest.mark.timeout(240)]
 
 WRITE_150 = """\
 from pathlib import Path

@@ -25,6 +25,8 @@ from ipylsp.model.settings import Settings
 from ipylsp.service.service import FileCheck, Service
 from tests.conftest import fake_command
 
+pytestmark = pytest.mark.real
+
 BUDGET = 1.0
 PROMISE = BUDGET + 0.25  # the promise: a check returns within budget + 0.25 s
 

@@ -266,6 +266,7 @@ def _text(report: object) -> list[str]:
     return format_text(report).splitlines()  # type: ignore[arg-type]
 
 
+@pytest.mark.real
 def test_a_later_cell_breaking_a_call_is_reported_under_it(service: Service) -> None:
     cells = service.cells
     assert _text(cells.run("def f(x: int) -> int:\n    return x", count=1)) == []
@@ -291,6 +292,7 @@ def test_a_later_cell_breaking_a_call_is_reported_under_it(service: Service) -> 
     ]
 
 
+@pytest.mark.real
 def test_preflight_leaves_the_history_and_the_virtual_document_stays_private(
     service: Service, tmp_path: Path,
 ) -> None:
@@ -318,6 +320,7 @@ def test_preflight_leaves_the_history_and_the_virtual_document_stays_private(
     assert not cells.path.exists() and cells.path.parent == tmp_path
 
 
+@pytest.mark.real
 def test_kernel_names_are_never_undefined_and_stubs_keep_types(service: Service) -> None:
     namespace = {"made_by_exec": pathlib.Path("x"), "star_name": 1}
 
@@ -335,6 +338,7 @@ def test_kernel_names_are_never_undefined_and_stubs_keep_types(service: Service)
     ]  # the prelude declared made_by_exec a PosixPath: its attributes are still checked
 
 
+@pytest.mark.real
 def test_a_file_write_that_breaks_cell_code_is_reported_under_the_cell(
     service: Service, tmp_path: Path,
 ) -> None:
@@ -353,6 +357,7 @@ def test_a_file_write_that_breaks_cell_code_is_reported_under_the_cell(
     ]
 
 
+@pytest.mark.real
 def test_fixed_problems_are_located_in_the_document_they_were_in(service: Service) -> None:
     """The prelude grows between two checks (a name only the kernel holds): what the re-run
     fixed is still located in the cell it was in, and an unused import is never 'fixed'."""
@@ -377,6 +382,7 @@ def test_fixed_problems_are_located_in_the_document_they_were_in(service: Servic
         "invalid-argument-type", 1, 2)
 
 
+@pytest.mark.real
 def test_a_preflight_leaves_the_next_runs_baseline(service: Service) -> None:
     cells = service.cells
     cells.run("x = 1", count=1)
@@ -385,6 +391,7 @@ def test_a_preflight_leaves_the_next_runs_baseline(service: Service) -> None:
     assert format_text(ran) == format_text(proposed).replace("cell [ ]", "cell [2]") != ""
 
 
+@pytest.mark.real
 def test_outside_a_workspace_the_cells_document_gets_a_root_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -26,7 +26,7 @@ from tests.test_ipython_kernel import (
     seed_workspace,
 )
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.real, pytest.mark.timeout(180)]
 
 
 class CellKernel(Kernel):

@@ -146,6 +146,7 @@ def summary() -> Any:
     print("\n" + "\n".join(lines))
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("path", _params())
 def test_no_undefined_name_in_a_cell_that_ran_without_name_error(
     path: Path, tmp_path: Path

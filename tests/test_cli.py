@@ -61,6 +61,7 @@ def block(path: str, *lines: str) -> str:
 # --- check ------------------------------------------------------------------------------------
 
 
+@pytest.mark.real
 @needs_clangd
 def test_check_exit_codes_and_text(ws: Path) -> None:
     (ws / "good.c").write_text(GOOD_C)
@@ -74,6 +75,7 @@ def test_check_exit_codes_and_text(ws: Path) -> None:
     assert run(ws, "check", "bad.c", "../good.c") == (EXIT_PROBLEMS, block("src/bad.c", MISSING))
 
 
+@pytest.mark.real
 @needs_clangd
 def test_check_severity(ws: Path) -> None:
     (ws / "warn.c").write_text("int main(void) {\n  1;\n  return 0;\n}\n")
@@ -89,6 +91,7 @@ def test_check_severity(ws: Path) -> None:
     )
 
 
+@pytest.mark.real
 @needs_clangd
 def test_check_json(ws: Path) -> None:
     (ws / "bad.c").write_text(BAD_C)
@@ -130,6 +133,7 @@ def test_check_json(ws: Path) -> None:
     assert data["severity"] == "warning" and data["summary"]["shown"] == 2
 
 
+@pytest.mark.real
 @needs_clangd
 def test_check_before(ws: Path, tmp_path: Path) -> None:
     old = tmp_path / "old.c"
@@ -154,6 +158,7 @@ def test_check_before(ws: Path, tmp_path: Path) -> None:
     assert run(ws, "check", "app.c", "--before", str(old)) == (EXIT_CLEAN, "")
 
 
+@pytest.mark.real
 def test_check_failures_exit_2(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (ws / "a.c").write_text(GOOD_C)
     (ws / "b.c").write_text(GOOD_C)
@@ -170,6 +175,7 @@ def test_check_failures_exit_2(ws: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert exc.value.code == 2
 
 
+@pytest.mark.real
 @needs_clangd
 def test_check_unknown_exits_2_never_clean(ws: Path) -> None:
     (ws / "good.c").write_text(GOOD_C)
@@ -182,6 +188,7 @@ def test_check_unknown_exits_2_never_clean(ws: Path) -> None:
     assert unknown.endswith(": results for this file are incomplete")
 
 
+@pytest.mark.real
 def test_check_missing_server_exits_2(ws: Path) -> None:
     spec = registry.get("zls")
     assert spec is not None
@@ -197,6 +204,7 @@ def test_check_missing_server_exits_2(ws: Path) -> None:
     assert unknown.endswith(f"; {registry.install_hint(spec)}")
 
 
+@pytest.mark.real
 def test_check_python_syntax_error_at_once(ws: Path) -> None:
     (ws / "broken.py").write_text("x = [1,\n")
     assert run(ws, "check", "broken.py") == (
@@ -205,6 +213,7 @@ def test_check_python_syntax_error_at_once(ws: Path) -> None:
     )
 
 
+@pytest.mark.real
 def test_check_python_with_whatever_servers_are_installed(ws: Path) -> None:
     """Which Python servers run depends on the machine (the first installed of basedpyright,
     pyright, ty, plus ruff): a clean file is clean and an undefined name is found."""
@@ -218,6 +227,7 @@ def test_check_python_with_whatever_servers_are_installed(ws: Path) -> None:
     assert lines[1:-1] and all(line.startswith("ERROR [5:7] ") for line in lines[1:-1])
 
 
+@pytest.mark.real
 @needs_clangd
 def test_check_as_a_real_process(ws: Path) -> None:
     (ws / "bad.c").write_text(BAD_C)
@@ -239,6 +249,7 @@ def test_check_as_a_real_process(ws: Path) -> None:
 # --- status, list, which ----------------------------------------------------------------------
 
 
+@pytest.mark.real
 def test_status(ws: Path) -> None:
     """What runs in any process, then the installed servers: the data dir is part of it."""
     code, out = run(ws, "status")
@@ -252,6 +263,7 @@ def test_status(ws: Path) -> None:
     ]
 
 
+@pytest.mark.real
 def test_status_lists_servers_running_in_other_services(ws: Path) -> None:
     """A kernel's servers (here: Services in this process, and a file another process left)
     show in `ipylsp status`, aligned whatever the lengths."""
@@ -289,6 +301,7 @@ def test_status_lists_servers_running_in_other_services(ws: Path) -> None:
     assert out.splitlines()[0] == "no server running (servers start when a file is checked)"
 
 
+@pytest.mark.real
 def test_list(ws: Path) -> None:
     """One aligned table (`%lsp list` prints the same): id, installed or missing, languages
     (long lists end in "…"), the command or how to install it."""
@@ -317,6 +330,7 @@ def test_list(ws: Path) -> None:
     assert all(row.split()[1] == "installed" for row in out.splitlines())
 
 
+@pytest.mark.real
 def test_which(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(ws, "which", "ty") == (EXIT_CLEAN, f"{VENV_BIN}/ty server\n")
     assert run(ws, "which", "ruff") == (EXIT_CLEAN, f"{VENV_BIN}/ruff server\n")
@@ -333,6 +347,7 @@ def test_which(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+@pytest.mark.real
 def test_install_bad_requests_exit_2(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(ws, "install") == (EXIT_FAILURE, "")
     assert capsys.readouterr().err == "ipylsp install: name servers, or --all (see 'ipylsp list')\n"
@@ -356,6 +371,7 @@ def test_which_in_the_real_data_dir() -> None:
         assert (code, out.getvalue()) == (EXIT_CLEAN, " ".join(command) + "\n")
 
 
+@pytest.mark.real
 def test_which_as_a_real_process(ws: Path) -> None:
     done = subprocess.run(
         [str(SCRIPT), "--data-dir", str(ws.parent / "data"), "which", "ty"],
@@ -366,6 +382,7 @@ def test_which_as_a_real_process(ws: Path) -> None:
     )
 
 
+@pytest.mark.real
 @pytest.mark.parametrize(
     "argv", [["status"], ["list"], ["check", "--server", "ty", "app.py"]], ids=" ".join
 )
@@ -386,6 +403,7 @@ def test_a_closed_pipe_ends_quietly(ws: Path, argv: list[str]) -> None:
     assert (done.returncode, done.stderr) == (EXIT_CLOSED_PIPE, "")
 
 
+@pytest.mark.real
 def test_head_of_status(ws: Path) -> None:
     """The shell pipeline itself: the first lines, and no message whenever head leaves."""
     done = subprocess.run(
@@ -399,6 +417,7 @@ def test_head_of_status(ws: Path) -> None:
     assert done.stdout.splitlines()[1].startswith("installed: ty, ruff")
 
 
+@pytest.mark.real
 def test_a_reader_that_leaves_after_one_line(ws: Path) -> None:
     """A real pipe read one line at a time and closed while `ipylsp list` still writes (its
     output made longer than the pipe's buffer by a long user-defined server list)."""
@@ -424,6 +443,7 @@ def test_a_reader_that_leaves_after_one_line(ws: Path) -> None:
 PY_BROKEN = "count: int = 'x'\nprint(missing)\n"
 
 
+@pytest.mark.real
 def test_check_with_chosen_servers(ws: Path) -> None:
     (ws / "app.py").write_text(PY_BROKEN)
     code, out = run(ws, "check", "--server", "ty", "app.py")
@@ -440,6 +460,7 @@ def test_check_with_chosen_servers(ws: Path) -> None:
     ))
 
 
+@pytest.mark.real
 def test_check_reads_an_ipylsp_config_file(ws: Path) -> None:
     (ws / "app.py").write_text("import os\n")
     config = ws.parent / "ipylsp_config.json"
@@ -454,6 +475,7 @@ def test_check_reads_an_ipylsp_config_file(ws: Path) -> None:
     assert (code, out) == (EXIT_CLEAN, "")
 
 
+@pytest.mark.real
 def test_bad_configuration_and_unknown_servers_exit_2(
     ws: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -472,6 +494,7 @@ def test_bad_configuration_and_unknown_servers_exit_2(
     assert capsys.readouterr().err == "ipylsp check: unknown server(s): nonesuch\n"
 
 
+@pytest.mark.real
 def test_a_file_nothing_can_check_is_not_clean(
     ws: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

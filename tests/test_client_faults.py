@@ -56,6 +56,7 @@ def deadline(seconds: float = 10) -> float:
     return time.monotonic() + seconds
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("mode", ["push", "pull", "both", "dynamic-pull"])
 def test_diagnostics_per_version_in_every_mode(tmp_path: Path, mode: str) -> None:
     async def body() -> None:
@@ -77,6 +78,7 @@ def test_diagnostics_per_version_in_every_mode(tmp_path: Path, mode: str) -> Non
     run(body)
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-8", "utf-32"])
 def test_columns_are_code_points_whatever_the_encoding(tmp_path: Path, encoding: str) -> None:
     async def body() -> None:
@@ -93,6 +95,7 @@ def test_columns_are_code_points_whatever_the_encoding(tmp_path: Path, encoding:
     run(body)
 
 
+@pytest.mark.real
 def test_stale_push_for_an_older_version_is_never_returned(tmp_path: Path) -> None:
     async def body() -> None:
         client = await started(tmp_path, "--stale-push", "--push-delay-ms", "30")
@@ -108,6 +111,7 @@ def test_stale_push_for_an_older_version_is_never_returned(tmp_path: Path) -> No
     run(body)
 
 
+@pytest.mark.real
 def test_versionless_push_counts_only_after_the_change(tmp_path: Path) -> None:
     async def body() -> None:
         client = await started(tmp_path, "--versionless-push")
@@ -122,6 +126,7 @@ def test_versionless_push_counts_only_after_the_change(tmp_path: Path) -> None:
     run(body)
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("flag", ["--content-modified", "--server-cancelled"])
 def test_refused_pulls_are_retried(tmp_path: Path, flag: str) -> None:
     async def body() -> None:
@@ -138,6 +143,7 @@ def test_refused_pulls_are_retried(tmp_path: Path, flag: str) -> None:
     run(body)
 
 
+@pytest.mark.real
 def test_concurrent_checks_of_one_document_each_get_their_own_version(tmp_path: Path) -> None:
     """A pull is credited to the version it was sent for, even when checks race."""
 
@@ -158,6 +164,7 @@ def test_concurrent_checks_of_one_document_each_get_their_own_version(tmp_path: 
     run(body)
 
 
+@pytest.mark.real
 def test_hang_on_initialize_times_out_and_leaves_no_process(tmp_path: Path) -> None:
     async def body() -> None:
         client = LanguageClient(spec(), tmp_path, fake_command("--hang-initialize"))
@@ -172,6 +179,7 @@ def test_hang_on_initialize_times_out_and_leaves_no_process(tmp_path: Path) -> N
     run(body)
 
 
+@pytest.mark.real
 def test_hang_on_a_request_times_out_with_cancel(tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
     async def body() -> None:
@@ -194,6 +202,7 @@ def test_hang_on_a_request_times_out_with_cancel(tmp_path: Path) -> None:
     assert "$/cancelRequest" in methods
 
 
+@pytest.mark.real
 def test_crash_mid_request_is_reported_with_stderr(tmp_path: Path) -> None:
     async def body() -> None:
         client = await started(tmp_path, "--diagnostics", "pull", "--crash-on",
@@ -207,6 +216,7 @@ def test_crash_mid_request_is_reported_with_stderr(tmp_path: Path) -> None:
     run(body)
 
 
+@pytest.mark.real
 @pytest.mark.parametrize(
     ("flags", "expected"),
     [
@@ -231,6 +241,7 @@ def test_protocol_garbage_breaks_the_connection_cleanly(
     run(body)
 
 
+@pytest.mark.real
 def test_invalid_json_frame_is_skipped_and_the_request_times_out(tmp_path: Path) -> None:
     async def body() -> None:
         client = await started(tmp_path, "--diagnostics", "pull", "--invalid-json-on",
@@ -248,6 +259,7 @@ def test_invalid_json_frame_is_skipped_and_the_request_times_out(tmp_path: Path)
     run(body)
 
 
+@pytest.mark.real
 def test_huge_messages_within_the_cap_are_read(tmp_path: Path) -> None:
     async def body() -> None:
         client = await started(tmp_path, "--big-diagnostics", "2000",
@@ -262,6 +274,7 @@ def test_huge_messages_within_the_cap_are_read(tmp_path: Path) -> None:
     run(body)
 
 
+@pytest.mark.real
 def test_message_over_the_cap_breaks_the_connection(tmp_path: Path) -> None:
     async def body() -> None:
         client = await started(tmp_path, "--huge-message-bytes", str(2 * 1024 * 1024),
@@ -279,6 +292,7 @@ def test_message_over_the_cap_breaks_the_connection(tmp_path: Path) -> None:
     run(body)
 
 
+@pytest.mark.real
 def test_server_requests_are_answered(tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
     settings = {"fake": {"level": 3}, "css": {"validate": True}}
@@ -302,6 +316,7 @@ def test_server_requests_are_answered(tmp_path: Path) -> None:
     assert "error" not in responses["client/registerCapability"]
 
 
+@pytest.mark.real
 def test_stop_kills_a_server_that_ignores_exit_and_sigterm_with_its_children(
     tmp_path: Path,
 ) -> None:
@@ -320,6 +335,7 @@ def test_stop_kills_a_server_that_ignores_exit_and_sigterm_with_its_children(
     run(body)
 
 
+@pytest.mark.real
 def test_stderr_flood_does_not_wedge_the_server(tmp_path: Path) -> None:
     async def body() -> None:
         client = await started(tmp_path, "--log-stderr", str(4 * 1024 * 1024))
@@ -333,6 +349,7 @@ def test_stderr_flood_does_not_wedge_the_server(tmp_path: Path) -> None:
     run(body)
 
 
+@pytest.mark.real
 def test_missing_binary_is_not_installed(tmp_path: Path) -> None:
     async def body() -> None:
         client = LanguageClient(spec(), tmp_path, ("/nonexistent/server-binary",))
@@ -347,6 +364,7 @@ def test_alive_helper_sees_this_process() -> None:
     assert running(os.getpid())
 
 
+@pytest.mark.real
 def test_versionless_rounds_settle_on_the_last_push(tmp_path: Path) -> None:
     """An empty push followed by the real one (typescript-language-server) is not 'clean'."""
 
@@ -368,6 +386,7 @@ def test_versionless_rounds_settle_on_the_last_push(tmp_path: Path) -> None:
     run(body)
 
 
+@pytest.mark.real
 def test_malformed_initialize_answer_fails_and_leaves_no_process(tmp_path: Path) -> None:
     async def body() -> None:
         client = LanguageClient(spec(), tmp_path, fake_command("--bad-initialize-result"))
@@ -380,6 +399,7 @@ def test_malformed_initialize_answer_fails_and_leaves_no_process(tmp_path: Path)
     run(body)
 
 
+@pytest.mark.real
 def test_server_that_stops_reading_ends_the_connection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

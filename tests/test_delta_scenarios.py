@@ -28,6 +28,8 @@ from ipylsp.servers import executables, registry
 from ipylsp.service.service import FileCheck, Service
 from tests.conftest import fake_command
 
+pytestmark = pytest.mark.real
+
 # --- servers and their dialects -------------------------------------------------------------
 
 

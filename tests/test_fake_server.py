@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.real
+
 SERVER = Path(__file__).parent / "fixtures" / "fake_server.py"
 TIMEOUT = 10.0
 URI = "file:///tmp/fake-workspace/a.py"

@@ -335,6 +335,7 @@ def test_node_missing_says_how_to_fix(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "Node.js >= 18" in result.message
 
 
+@pytest.mark.real
 def test_an_old_node_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _exe(tmp_path / "bin" / "npm", "#!/bin/sh\necho npm-ran >&2\nexit 0\n")
     _exe(tmp_path / "bin" / "node", "#!/bin/sh\necho v16.20.2\n")
@@ -369,6 +370,7 @@ for pkg in [a for a in args[1:] if not a.startswith("-") and a != prefix]:
     )
 
 
+@pytest.mark.real
 def test_npm_install_arguments_and_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "npm.log"
     _fake_npm(tmp_path / "bin", log)
@@ -396,6 +398,7 @@ def test_npm_install_arguments_and_result(tmp_path: Path, monkeypatch: pytest.Mo
     assert resolve_command(spec, data) == (expected,)
 
 
+@pytest.mark.real
 def test_install_many_runs_a_shared_recipe_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -418,6 +421,7 @@ def _fake_venv(data: Path, python_script: str) -> None:
     _exe(venv / "bin" / "python", python_script)
 
 
+@pytest.mark.real
 def test_pip_failure_reports_exit_status_and_output(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _fake_venv(data, "#!/bin/sh\necho 'ERROR: no matching distribution'\necho second >&2\nexit 3\n")
@@ -433,6 +437,7 @@ def test_pip_failure_reports_exit_status_and_output(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.real
 def test_a_hanging_installer_is_stopped(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _fake_venv(data, "#!/bin/sh\necho starting\nexec sleep 60\n")
@@ -442,6 +447,7 @@ def test_a_hanging_installer_is_stopped(tmp_path: Path) -> None:
     assert "starting" in result.output
 
 
+@pytest.mark.real
 def test_a_failing_progress_callback_does_not_break_the_install(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _fake_venv(data, "#!/bin/sh\necho one\nexit 0\n")
@@ -458,6 +464,7 @@ def test_a_failing_progress_callback_does_not_break_the_install(tmp_path: Path) 
     assert (data / ".install.lock").exists()
 
 
+@pytest.mark.real
 def test_pip_installs_never_leave_the_venv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
     env_dump = tmp_path / "env.txt"
@@ -478,6 +485,7 @@ def test_installable_means_a_pip_or_npm_recipe() -> None:
 # ------------------------------------------------------------------------------------ real installs
 
 
+@pytest.mark.real
 def test_real_pip_install_of_ruff(tmp_path: Path) -> None:
     data = tmp_path / "data"
     spec = _spec_of("ruff")
@@ -496,6 +504,7 @@ def test_real_pip_install_of_ruff(tmp_path: Path) -> None:
     assert not any("creating" in line for line in again)
 
 
+@pytest.mark.real
 def test_real_npm_install_of_the_dockerfile_server(tmp_path: Path) -> None:
     assert shutil.which("npm") and shutil.which("node"), "needs node and npm (CI: .ci/run)"
     data = tmp_path / "data"

@@ -46,7 +46,7 @@ FAKE_SERVER = REPO / "tests" / "fixtures" / "fake_server.py"
 MIME = "application/vnd.ipylsp.diagnostics+json"
 TY_RUFF = '%config IPyLSP.language_servers = {"python": ["ty", "ruff"]}'
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.real, pytest.mark.timeout(180)]
 
 
 # -- harness --------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         state.stop()
 
 
+@pytest.mark.real
 def test_a_call_answers_from_the_server_extensions_service(served: Path) -> None:
     write(served, "app.py", "count: int = 'three'\n")
     server_module = pytest.importorskip("mcp.server.mcpserver")

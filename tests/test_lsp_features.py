@@ -74,6 +74,7 @@ def python_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[P
     return shapes, main, MAIN
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("server_id", ["ty", "basedpyright"])
 def test_python_features_answer_in_code_points(
     server_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -107,6 +108,7 @@ def test_python_features_answer_in_code_points(
     asyncio.run(with_client(server_id, shapes.parent, body))
 
 
+@pytest.mark.real
 def test_typescript_implementation_and_definition(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,6 +149,7 @@ def test_enum_names_are_words() -> None:
     assert protocol.enum_name(t.SymbolKind, 999) is None
 
 
+@pytest.mark.real
 def test_lsprotocol_stays_off_the_import_and_diagnostics_path(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -171,6 +174,7 @@ CALLS = (
 )
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("server_id", ["basedpyright", "ty"])
 def test_calls_and_rename_preview(
     server_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -194,6 +198,7 @@ def test_calls_and_rename_preview(
     asyncio.run(with_client(server_id, root, body))
 
 
+@pytest.mark.real
 def test_service_serves_type_definition_and_implementation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -358,6 +358,7 @@ HELP = {
 }
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("name", list(HELP))
 def test_subcommand_help(shell: InteractiveShell, name: str) -> None:
     answer = lsp(shell, f"{name} -h")
@@ -373,6 +374,7 @@ def test_every_subcommand_has_help() -> None:
     assert choices is not None and sorted(choices) == sorted(HELP)
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("line", ["", "-h", "--help"])
 def test_top_level_help(shell: InteractiveShell, line: str) -> None:
     answer = lsp(shell, line)
@@ -389,6 +391,7 @@ def cli(workspace: Path, *argv: str) -> str:
     return out.getvalue()
 
 
+@pytest.mark.real
 def test_status_before_any_server(shell: InteractiveShell, workspace: Path) -> None:
     text = lsp(shell, "status").text
     assert text == (
@@ -401,6 +404,7 @@ def test_status_before_any_server(shell: InteractiveShell, workspace: Path) -> N
     )
 
 
+@pytest.mark.real
 def test_list_is_the_clis_table(shell: InteractiveShell, workspace: Path) -> None:
     here = installed_here()
     assert {"ty", "ruff"} <= set(here)
@@ -419,6 +423,7 @@ def test_list_is_the_clis_table(shell: InteractiveShell, workspace: Path) -> Non
     ]
 
 
+@pytest.mark.real
 def test_which(shell: InteractiveShell) -> None:
     assert lsp(shell, "which ty").text == f"{VENV_BIN / 'ty'} server"
     assert lsp(shell, "which ruff").text == f"{VENV_BIN / 'ruff'} server"
@@ -429,6 +434,7 @@ def test_which(shell: InteractiveShell) -> None:
     )
 
 
+@pytest.mark.real
 def test_install_failure_is_one_display_and_a_summary(shell: InteractiveShell) -> None:
     """No npm on PATH: pyright cannot be installed; the progress display ends FAILED and the
     answer says why (a real install is in test_ipython_kernel)."""
@@ -441,6 +447,7 @@ def test_install_failure_is_one_display_and_a_summary(shell: InteractiveShell) -
     assert answer.displays == ["installing pyright ...", "installing pyright: FAILED"]
 
 
+@pytest.mark.real
 def test_start_check_and_features(shell: InteractiveShell, workspace: Path) -> None:
     ws = workspace / "ws"
     # start: the servers of a file (one not written yet is fine: warming up before a write)
@@ -503,6 +510,7 @@ def test_start_check_and_features(shell: InteractiveShell, workspace: Path) -> N
     assert lsp(shell, "symbols empty.py").text == "(no symbols)"
 
 
+@pytest.mark.real
 def test_pending_hands_over_once(shell: InteractiveShell, app_written: None) -> None:
     with capture_output():
         shell.run_cell("open('pend.py', 'w').write('x: int = \"s\"\\n')", store_history=False)
@@ -516,6 +524,7 @@ def test_pending_hands_over_once(shell: InteractiveShell, app_written: None) -> 
     assert lsp(shell, "pending").text == "nothing pending"
 
 
+@pytest.mark.real
 def test_on_off(shell: InteractiveShell) -> None:
     assert lsp(shell, "off").text == "ipylsp: not checking files written by cells"
     assert lsp(shell, "status").text.endswith("checking cell writes: off, cells' code: off")  # type: ignore[union-attr]
@@ -526,6 +535,7 @@ def test_on_off(shell: InteractiveShell) -> None:
     assert lsp(shell, "status").text.endswith("checking cell writes: on, cells' code: on")  # type: ignore[union-attr]
 
 
+@pytest.mark.real
 def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_running: None) -> None:
     ws = workspace / "ws"
     pids = {row.server_id: row.pid for row in ipylsp.status()}
@@ -560,6 +570,7 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
 # -- bad input ------------------------------------------------------------------------------------
 
 
+@pytest.mark.real
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
@@ -598,6 +609,7 @@ def test_bad_input_raises_usage_error(shell: InteractiveShell, line: str, reason
     assert usage_error(shell, line) == reason
 
 
+@pytest.mark.real
 def test_usage_error_is_shown_as_one_line(shell: InteractiveShell) -> None:
     """What the user sees: IPython prints `UsageError: <reason>` on stderr, no traceback."""
     with capture_output() as captured:

@@ -118,6 +118,7 @@ def client(ws: Workspace, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     assert errlog_path.read_text() == ""  # nothing logged: no warning, no traceback
 
 
+@pytest.mark.real
 def test_the_tools_are_the_table(client: Client) -> None:
     listed = client.portal.call(client.session.list_tools).tools
     expected = tool_schemas("mcp")
@@ -132,10 +133,12 @@ def test_the_tools_are_the_table(client: Client) -> None:
     assert listed[0].annotations is not None and listed[0].annotations.read_only_hint is True
 
 
+@pytest.mark.real
 def test_check_reports_a_planted_error(client: Client) -> None:
     assert client.ok("lsp_check", {"path": "bad.py"}) == BAD_REPORT
 
 
+@pytest.mark.real
 def test_check_of_proposed_content_writes_nothing(client: Client, ws: Workspace) -> None:
     text = client.ok("lsp_check", {"path": "main.py",
                                    "content": MAIN + "print(sq.perimeter())\n"})
@@ -149,6 +152,7 @@ def test_check_of_proposed_content_writes_nothing(client: Client, ws: Workspace)
     assert (ws.root / "main.py").read_text() == MAIN
 
 
+@pytest.mark.real
 def test_definition_by_symbol(client: Client) -> None:
     assert client.ok("lsp_definition", {"symbol": "Square"}) == (
         "shapes.py:6:7: class Square(Shape):"
@@ -158,6 +162,7 @@ def test_definition_by_symbol(client: Client) -> None:
     )
 
 
+@pytest.mark.real
 def test_a_code_action_is_a_diff(client: Client, ws: Workspace) -> None:
     text = client.ok("lsp_code_actions", {"path": "imports.py", "line": 1})
     assert text.startswith(
@@ -167,6 +172,7 @@ def test_a_code_action_is_a_diff(client: Client, ws: Workspace) -> None:
     assert (ws.root / "imports.py").read_text() == IMPORTS
 
 
+@pytest.mark.real
 def test_a_path_outside_the_root_is_refused(client: Client, ws: Workspace) -> None:
     outside = write(ws.root.parent, "outside.py", "secret = 1\n")
     for path in (str(outside), "../outside.py"):
@@ -175,6 +181,7 @@ def test_a_path_outside_the_root_is_refused(client: Client, ws: Workspace) -> No
         assert text.startswith("error [outside_workspace]: "), text
 
 
+@pytest.mark.real
 def test_an_unknown_tool_is_an_error_result(client: Client) -> None:
     is_error, text = client.call("lsp_nothing", {})
     assert is_error
@@ -182,6 +189,7 @@ def test_an_unknown_tool_is_an_error_result(client: Client) -> None:
                            "lsp_check, ")
 
 
+@pytest.mark.real
 def test_bad_arguments_are_an_error_result(client: Client) -> None:
     is_error, text = client.call("lsp_check", {})
     assert is_error
@@ -278,6 +286,7 @@ def commands(pids: list[int]) -> set[str]:
     return {Path(name).name for name in names}
 
 
+@pytest.mark.real
 def test_stdout_carries_protocol_messages_only_and_closing_stdin_ends_everything(
     ws: Workspace,
 ) -> None:
@@ -302,6 +311,7 @@ def test_stdout_carries_protocol_messages_only_and_closing_stdin_ends_everything
     assert wait_exited(started, 10.0) == []
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_the_servers_and_the_process(ws: Workspace, signum: int) -> None:
     with raw_process(ws) as raw:
@@ -313,6 +323,7 @@ def test_a_signal_stops_the_servers_and_the_process(ws: Workspace, signum: int) 
     assert wait_exited(started, 10.0) == []
 
 
+@pytest.mark.real
 def test_sigkill_leaves_no_language_server_behind(ws: Workspace) -> None:
     """The watchdog of the `ipylsp mcp` process (any Python process that starts servers has
     one) kills them when that process dies without a chance to clean up."""
@@ -327,6 +338,7 @@ def test_sigkill_leaves_no_language_server_behind(ws: Workspace) -> None:
     assert not [pid for pid in started if running(pid)]
 
 
+@pytest.mark.real
 def test_without_the_sdk_one_line_and_exit_2(ws: Workspace, tmp_path: Path) -> None:
     blocker = tmp_path / "no-sdk" / "mcp"
     blocker.mkdir(parents=True)
@@ -339,6 +351,7 @@ def test_without_the_sdk_one_line_and_exit_2(ws: Workspace, tmp_path: Path) -> N
     assert done.stderr.decode() == "ipylsp mcp needs the MCP SDK: pip install 'ipylsp[mcp]'\n"
 
 
+@pytest.mark.real
 def test_a_root_that_is_no_directory_is_refused(ws: Workspace) -> None:
     command = ws.command()
     command[-1] = str(ws.root / "bad.py")

@@ -28,6 +28,8 @@ from ipylsp.service.service import Service
 from tests.conftest import FAKE_SERVER, cmdline, fake_command, marked
 from tests.test_ipython_kernel import Kernel, kernel_dir_for, seed_workspace
 
+pytestmark = pytest.mark.real
+
 
 def fake_spec(*flags: str) -> ServerSpec:
     return ServerSpec(

@@ -16,7 +16,7 @@ import pytest
 from tests.real_servers import require
 from tests.test_ipython_kernel import TY_RUFF, Kernel, kernel_dir_for, seed_workspace
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.real, pytest.mark.timeout(180)]
 
 
 def write_cell(prefix: str) -> str:

@@ -126,6 +126,7 @@ def attacked_kernel(tmp_path: Path, shared: Path, home: Path) -> Iterator[Kernel
         yield kernel
 
 
+@pytest.mark.real
 def test_paths_planted_by_another_user_are_never_adopted(
     attacked_kernel: Kernel, shared: Path, home: Path
 ) -> None:
@@ -166,6 +167,7 @@ def _cell_block(cell: Cell, *lines: str) -> str:
     )
 
 
+@pytest.mark.real
 def test_a_workspace_below_a_shared_directory_starts_no_server_and_says_why(
     tmp_path: Path, shared: Path, home: Path
 ) -> None:
@@ -193,6 +195,7 @@ def test_a_workspace_below_a_shared_directory_starts_no_server_and_says_why(
 # -- the rules, on the file system -------------------------------------------------------------
 
 
+@pytest.mark.real
 def test_owned_dir_makes_private_directories_and_refuses_what_is_not_ours(
     tmp_path: Path, shared: Path
 ) -> None:
@@ -224,6 +227,7 @@ def test_owned_dir_makes_private_directories_and_refuses_what_is_not_ours(
     assert private.owned_dir(shared / "ours") == shared / "ours"
 
 
+@pytest.mark.real
 def test_other_writer_names_the_directory_another_user_can_write(
     tmp_path: Path, shared: Path
 ) -> None:
@@ -257,6 +261,7 @@ def test_scratch_dir_is_never_below_a_shared_directory(
         private.scratch_dir("x-", shared / "also-shared")
 
 
+@pytest.mark.real
 def test_cells_outside_a_workspace_refused_a_data_dir_another_user_owns(
     tmp_path: Path, shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -92,6 +92,7 @@ def test_tokens_that_never_end_are_bounded() -> None:
     assert progress.describe() == f"job {last} (+{more} more)"
 
 
+@pytest.mark.real
 def test_basedpyright_progress_stays_one_short_status(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

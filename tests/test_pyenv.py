@@ -423,6 +423,7 @@ def _unresolved(messages: list[str]) -> list[str]:
     return [m for m in messages if UNRESOLVED.search(m)]
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("server_id", ["ty", "basedpyright", "pyrefly", "pyright"])
 def test_a_package_only_in_the_kernels_venv_resolves_when_handed_over(
     server_id: str, outside_venv: Path, tmp_path: Path
@@ -442,6 +443,7 @@ def test_a_package_only_in_the_kernels_venv_resolves_when_handed_over(
     assert any(PLANTED.search(m) for m in with_env)
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("server_id", ["ty", "pyright"])
 def test_a_package_only_in_the_projects_dot_venv_resolves(
     server_id: str, outside_venv: Path, tmp_path: Path

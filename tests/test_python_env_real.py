@@ -24,6 +24,8 @@ from ipylsp.model.settings import Settings
 from ipylsp.service.service import Service
 from tests.real_servers import DATA_DIR, json_diagnostics, require, workspace, write
 
+pytestmark = pytest.mark.real
+
 PACKAGE = "ipylsp_venv_only_pkg"
 SOURCE = f"from {PACKAGE} import answer\n\nlabel: str = answer()\n"
 FIXED = f"from {PACKAGE} import answer\n\nlabel: str = str(answer())\n"

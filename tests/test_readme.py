@@ -11,7 +11,7 @@ import pytest
 from tests.real_servers import require
 from tests.test_ipython_kernel import REPO, Kernel, kernel_dir_for, seed_workspace
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.real, pytest.mark.timeout(180)]
 
 
 def notebook_cells() -> list[str]:

@@ -180,6 +180,7 @@ def test_the_json_keeps_the_whole_message() -> None:
 # --- live: ty and ruff on one undefined name --------------------------------------------------
 
 
+@pytest.mark.real
 def test_real_ty_and_ruff_report_one_line_for_one_undefined_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

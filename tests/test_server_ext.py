@@ -19,6 +19,8 @@ from ipylsp.model.settings import Settings
 from ipylsp.service.service import Service
 from tests.real_servers import DATA_DIR, require
 
+pytestmark = pytest.mark.real
+
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
 BROKEN = "def total(xs: list[int]) -> int:\n    return sum(xs)\n\ntotal('abc')\nprint(totl)\n"

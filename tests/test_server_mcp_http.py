@@ -24,6 +24,8 @@ import pytest
 from ipylsp.agent import tool_schemas
 from tests.real_servers import DATA_DIR, require
 
+pytestmark = pytest.mark.real
+
 TOKEN = "ipylsp-test-token"
 BROKEN = "def total(xs: list[int]) -> int:\n    return sum(xs)\n\nprint(totl)\n"
 

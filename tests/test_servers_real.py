@@ -27,6 +27,8 @@ from ipylsp.servers import executables, languages, registry
 from ipylsp.service.service import Service
 from tests.real_servers import DATA_DIR, json_diagnostics, require, workspace, write
 
+pytestmark = pytest.mark.real
+
 # Generous: a healthy server answers in well under a second (pyright ~2 s to start), and
 # freshness is by document version, so the budget only matters when something is wrong.
 BUDGET = 60.0

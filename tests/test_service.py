@@ -81,6 +81,7 @@ def make(made: list[Service], config: Settings) -> Service:
     return service
 
 
+@pytest.mark.real
 def test_check_reports_introduced_and_fixed(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -98,6 +99,7 @@ def test_check_reports_introduced_and_fixed(
     assert sorted(d.message for f in third.files for d in f.fixed) == ["first", "second"]
 
 
+@pytest.mark.real
 def test_hung_initialize_costs_one_budget_then_nothing(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -117,6 +119,7 @@ def test_hung_initialize_costs_one_budget_then_nothing(
         assert "still starting" in again.files[0].unknown[0].detail
 
 
+@pytest.mark.real
 def test_initialize_that_never_answers_becomes_broken_until_restart(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -135,6 +138,7 @@ def test_initialize_that_never_answers_becomes_broken_until_restart(
     assert service.status() == []
 
 
+@pytest.mark.real
 def test_stop_before_a_start_ran_leaves_the_slot_usable(tmp_path: Path) -> None:
     """A start cancelled before its first step never ran its `finally`; the slot must not
     keep the cancelled task (every later acquire raised CancelledError)."""
@@ -153,6 +157,7 @@ def test_stop_before_a_start_ran_leaves_the_slot_usable(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.real
 def test_stop_while_a_check_waits_for_a_start_is_an_unknown(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -179,6 +184,7 @@ def test_stop_while_a_check_waits_for_a_start_is_an_unknown(
     assert unknowns(report) == [("fake", UnknownReason.FAILED)]
 
 
+@pytest.mark.real
 def test_feature_on_an_unreadable_file_is_an_error_not_an_exception(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -189,6 +195,7 @@ def test_feature_on_an_unreadable_file_is_an_error_not_an_exception(
     assert (result.reason, result.error) == (UnknownReason.NO_FILE, f"no such file: {folder}")
 
 
+@pytest.mark.real
 def test_crashed_server_is_restarted_and_answers(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -206,6 +213,7 @@ def test_crashed_server_is_restarted_and_answers(
     assert [row.crashes for row in service.status()] == [1]
 
 
+@pytest.mark.real
 def test_server_crashing_every_time_is_broken_after_max_restarts(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -221,6 +229,7 @@ def test_server_crashing_every_time_is_broken_after_max_restarts(
     assert "crashed 2 times" in service.check(path).files[0].unknown[0].detail
 
 
+@pytest.mark.real
 def test_repeated_timeouts_mark_broken(workspace: Path, service_factory: list[Service]) -> None:
     service = make(
         service_factory,
@@ -238,6 +247,7 @@ def test_repeated_timeouts_mark_broken(workspace: Path, service_factory: list[Se
     assert service.server_pids() == []
 
 
+@pytest.mark.real
 def test_missing_server_gives_the_hint_once_then_a_short_line(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -258,6 +268,7 @@ def test_missing_server_gives_the_hint_once_then_a_short_line(
     assert second.reason is UnknownReason.NOT_INSTALLED and second.hint == ""
 
 
+@pytest.mark.real
 def test_open_document_cap_closes_least_recently_used(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -268,6 +279,7 @@ def test_open_document_cap_closes_least_recently_used(
     assert [row.open_documents for row in service.status()] == [2]
 
 
+@pytest.mark.real
 def test_non_utf8_and_non_ascii_files_are_checked(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -277,6 +289,7 @@ def test_non_utf8_and_non_ascii_files_are_checked(
     assert messages(service.check(path)) == [("latin1.sh", 2, 3, "after emoji")]
 
 
+@pytest.mark.real
 def test_file_that_vanishes_is_removed_not_fixed(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -294,6 +307,7 @@ def test_file_that_vanishes_is_removed_not_fixed(
     assert messages(never) == [] and unknowns(never) == []
 
 
+@pytest.mark.real
 def test_path_outside_any_workspace_is_shown_absolute(
     tmp_path: Path, service_factory: list[Service]
 ) -> None:
@@ -316,6 +330,7 @@ def test_bad_arguments_raise_clear_errors(service_factory: list[Service]) -> Non
         service.check("x.sh", content=b"x")  # type: ignore[arg-type]
 
 
+@pytest.mark.real
 def test_check_files_one_report_for_many(workspace: Path, service_factory: list[Service]) -> None:
     service = make(service_factory, settings("--diagnostics", "pull"))
     a, b = workspace / "a.sh", workspace / "b.sh"
@@ -326,6 +341,7 @@ def test_check_files_one_report_for_many(workspace: Path, service_factory: list[
     assert [f.display_path for f in report.files] == ["a.sh", "b.sh"]
 
 
+@pytest.mark.real
 def test_close_stops_every_server_and_is_idempotent(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -342,6 +358,7 @@ def test_close_stops_every_server_and_is_idempotent(
         service.check(path)
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("how", ["normal", "exception", "sigkill"])
 def test_no_server_outlives_the_python_process(workspace: Path, how: str) -> None:
     script = textwrap.dedent(
@@ -370,6 +387,7 @@ def test_no_server_outlives_the_python_process(workspace: Path, how: str) -> Non
     assert wait_exited(pids, 5.0) == []
 
 
+@pytest.mark.real
 def test_auto_install_runs_in_the_background_then_serves(
     workspace: Path, service_factory: list[Service], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -410,6 +428,7 @@ def test_auto_install_runs_in_the_background_then_serves(
     assert messages(service.check(path)) == [("auto.sh", 1, 1, "served")]
 
 
+@pytest.mark.real
 def test_a_typo_in_language_servers_is_reported_not_silent(
     workspace: Path, service_factory: list[Service]
 ) -> None:
@@ -424,6 +443,7 @@ def test_a_typo_in_language_servers_is_reported_not_silent(
     )
 
 
+@pytest.mark.real
 def test_a_server_configured_anew_runs_its_new_command_once_stopped(
     workspace: Path, service_factory: list[Service]
 ) -> None:

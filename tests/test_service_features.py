@@ -23,6 +23,8 @@ from tests.conftest import fake_command
 from tests.real_servers import DATA_DIR, require, workspace, write
 from tests.test_lsp_features import SHAPES as CLASSES
 
+pytestmark = pytest.mark.real
+
 SHAPES = CLASSES + (  # Shape, Square
     "\n"
     "\n"

@@ -19,7 +19,7 @@ from tests.fixtures.lsp_tap import tapped
 from tests.real_servers import DATA_DIR, require
 from tests.test_ipython_kernel import Kernel, block, kernel_dir_for, seed_workspace
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.real, pytest.mark.timeout(240)]
 
 V1 = "x: int = 1\nprint(undefined_a)\n"
 V2 = "x: int = 1\nprint(undefined_a)\nprint(undefined_b)\n"

@@ -64,6 +64,7 @@ def text(report: Any) -> str:
     return format_text(report, FormatOptions(severity="all"))
 
 
+@pytest.mark.real
 def test_a_restarted_service_takes_its_baselines_from_the_store(
     root: Path, tmp_path: Path
 ) -> None:
@@ -104,6 +105,7 @@ def stored_by_ty(store: Path, path: Path, *texts: str) -> None:
             before = body
 
 
+@pytest.mark.real
 @pytest.mark.parametrize(
     ("command", "reason"),
     [(("no-such-ty", "server"), UnknownReason.NOT_INSTALLED),
@@ -141,6 +143,7 @@ def test_a_server_that_is_down_answers_from_the_store_marked_cached(
     ]  # V2's positions: the store cannot move them onto a text it never saw
 
 
+@pytest.mark.real
 def test_a_live_answer_wins_and_refreshes_the_store(root: Path, tmp_path: Path) -> None:
     store = tmp_path / "store.sqlite3"
     path = write(root, "app.py", V1)
@@ -163,6 +166,7 @@ def fake_shell(*flags: str, store: Path) -> Settings:
                     store_path=store, wait_budget=5.0)
 
 
+@pytest.mark.real
 def test_a_server_still_starting_is_cut_and_answers_from_the_store(tmp_path: Path) -> None:
     """Still starting on demand needs a fixture: a server that never finishes initialize."""
     store = tmp_path / "store.sqlite3"
@@ -180,6 +184,7 @@ def test_a_server_still_starting_is_cut_and_answers_from_the_store(tmp_path: Pat
     assert [u.reason for u in unknown] == [UnknownReason.TIMED_OUT]
 
 
+@pytest.mark.real
 def test_the_store_off_keeps_nothing(root: Path, tmp_path: Path) -> None:
     path = write(root, "app.py", V1)
     with Service(ty_settings(None)) as live:
@@ -190,6 +195,7 @@ def test_the_store_off_keeps_nothing(root: Path, tmp_path: Path) -> None:
     assert report.files[0].diagnostics == ()
 
 
+@pytest.mark.real
 def test_the_cli_reads_and_clears_the_store_with_no_server(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,6 +233,7 @@ def test_the_cli_reads_and_clears_the_store_with_no_server(
     assert run("diagnostics") == (EXIT_CLEAN, f"ipylsp: nothing stored for {root}\n")
 
 
+@pytest.mark.real
 def test_an_agent_gets_stored_answers_while_the_server_is_down(
     root: Path, tmp_path: Path
 ) -> None:
@@ -256,6 +263,7 @@ SHAPES = (
 MAIN = "from shapes import make\n\nprint(make().area())\n"
 
 
+@pytest.mark.real
 def test_outlines_and_definitions_by_name_come_from_the_store(root: Path, tmp_path: Path) -> None:
     from ipylsp.agent import Toolbox
 
@@ -286,6 +294,7 @@ def test_outlines_and_definitions_by_name_come_from_the_store(root: Path, tmp_pa
     assert by_name.data["source"] == "cache"
 
 
+@pytest.mark.real
 def test_a_store_another_process_keeps_locked_holds_no_check_up(
     root: Path, tmp_path: Path
 ) -> None:
@@ -314,6 +323,7 @@ def test_a_store_another_process_keeps_locked_holds_no_check_up(
         reader.close()
 
 
+@pytest.mark.real
 def test_a_garbage_store_is_rebuilt_with_one_warning_and_the_check_goes_on(
     root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -333,6 +343,7 @@ def test_a_garbage_store_is_rebuilt_with_one_warning_and_the_check_goes_on(
         assert "cached" in text(down.check(path, before=""))
 
 
+@pytest.mark.real
 def test_a_baseline_stored_by_another_server_configuration_is_not_used(
     root: Path, tmp_path: Path
 ) -> None:
@@ -350,6 +361,7 @@ def test_a_baseline_stored_by_another_server_configuration_is_not_used(
     assert wire(log, "app.py").count("textDocument/diagnostic") == 2  # it asked for V1 itself
 
 
+@pytest.mark.real
 def test_a_file_whose_name_is_not_utf8_is_checked_with_the_store_on(tmp_path: Path) -> None:
     import os
 

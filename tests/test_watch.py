@@ -427,6 +427,7 @@ def test_path_rules_and_read_file(root: Path) -> None:
 # -- child processes -----------------------------------------------------------------------------
 
 
+@pytest.mark.real
 def test_subprocess_writes(root: Path, child_watcher: WriteWatcher) -> None:
     existing = root / "src" / "e.py"
     existing.write_text("e\n")
@@ -443,6 +444,7 @@ def test_subprocess_writes(root: Path, child_watcher: WriteWatcher) -> None:
     assert child_watcher.notes == ()
 
 
+@pytest.mark.real
 def test_os_system_and_new_directories(root: Path, child_watcher: WriteWatcher) -> None:
     (root / "src" / "gone.py").write_text("g\n")
     writes = cell(
@@ -458,6 +460,7 @@ def test_os_system_and_new_directories(root: Path, child_watcher: WriteWatcher) 
     assert writes == [W(root / "pkg" / "sub" / "b.py", "child")]
 
 
+@pytest.mark.real
 def test_child_moves(root: Path, child_watcher: WriteWatcher) -> None:
     (root / "src" / "a.py").write_text("a\n")
     (root / "d1").mkdir()
@@ -477,6 +480,7 @@ def test_child_moves(root: Path, child_watcher: WriteWatcher) -> None:
     ]
 
 
+@pytest.mark.real
 def test_child_atomic_write_sed_in_place(root: Path, child_watcher: WriteWatcher) -> None:
     f = root / "src" / "s.py"
     f.write_text("a = 1\n")
@@ -485,6 +489,7 @@ def test_child_atomic_write_sed_in_place(root: Path, child_watcher: WriteWatcher
     assert f.read_text() == "a = 2\n"
 
 
+@pytest.mark.real
 def test_child_skips(root: Path, child_watcher: WriteWatcher) -> None:
     (root / "myenv").mkdir()
     (root / "myenv" / "pyvenv.cfg").write_text("")
@@ -497,6 +502,7 @@ def test_child_skips(root: Path, child_watcher: WriteWatcher) -> None:
     assert cell(child_watcher, lambda: sh(script)) == []
 
 
+@pytest.mark.real
 def test_no_child_means_no_scan(root: Path, child_watcher: WriteWatcher) -> None:
     # Writes by other processes during a cell that spawns nothing are not the cell's. The
     # "other process" is started from a thread the watcher ignores, so it is not the cell's child.
@@ -516,6 +522,7 @@ def test_no_child_means_no_scan(root: Path, child_watcher: WriteWatcher) -> None
     assert (root / "src" / "editor.py").exists()
 
 
+@pytest.mark.real
 def test_kernel_write_after_child_write_has_unknown_before(
     root: Path, child_watcher: WriteWatcher
 ) -> None:
@@ -534,6 +541,7 @@ def test_kernel_write_after_child_write_has_unknown_before(
     ]
 
 
+@pytest.mark.real
 def test_fork_child_writes(root: Path, child_watcher: WriteWatcher) -> None:
     def body() -> None:
         pid = os.fork()
@@ -547,6 +555,7 @@ def test_fork_child_writes(root: Path, child_watcher: WriteWatcher) -> None:
     assert cell(child_watcher, body) == [W(root / "src" / "forked.py", "child")]
 
 
+@pytest.mark.real
 def test_inotify_watch_limit_falls_back_to_scan(root: Path) -> None:
     if not INOTIFY:
         pytest.skip("inotify unavailable here")
@@ -562,6 +571,7 @@ def test_inotify_watch_limit_falls_back_to_scan(root: Path) -> None:
         w.close()
 
 
+@pytest.mark.real
 def test_watch_limit_hit_by_a_new_directory(root: Path) -> None:
     if not INOTIFY:
         pytest.skip("inotify unavailable here")
@@ -580,6 +590,7 @@ def test_watch_limit_hit_by_a_new_directory(root: Path) -> None:
         w.close()
 
 
+@pytest.mark.real
 def test_workspace_too_large_is_said_not_hidden(root: Path) -> None:
     for i in range(5):
         (root / f"f{i}.py").write_text("")
@@ -594,6 +605,7 @@ def test_workspace_too_large_is_said_not_hidden(root: Path) -> None:
         w.close()
 
 
+@pytest.mark.real
 def test_child_mode_off(root: Path) -> None:
     w = WriteWatcher(lambda p: True, roots=lambda: [root], child_mode="off")
     try:
@@ -604,6 +616,7 @@ def test_child_mode_off(root: Path) -> None:
         w.close()
 
 
+@pytest.mark.real
 def test_directory_created_between_cells_is_watched(
     root: Path, child_watcher: WriteWatcher
 ) -> None:
@@ -613,6 +626,7 @@ def test_directory_created_between_cells_is_watched(
     assert writes == [W(root / "later" / "deeper" / "l.py", "child")]
 
 
+@pytest.mark.real
 def test_inotify_queue_overflow_falls_back_to_mtimes(root: Path) -> None:
     from ipylsp.ipython.fswatch import IN_Q_OVERFLOW
 
@@ -640,6 +654,7 @@ def test_inotify_queue_overflow_falls_back_to_mtimes(root: Path) -> None:
         w.close()
 
 
+@pytest.mark.real
 def test_giving_up_is_per_roots(root: Path, tmp_path: Path) -> None:
     small = tmp_path.resolve() / "small"
     small.mkdir()
@@ -722,6 +737,7 @@ def test_two_watchers_at_once(root: Path) -> None:
         w2.close()
 
 
+@pytest.mark.real
 def test_watch_modules_do_not_import_ipython() -> None:
     code = (
         "import sys, ipylsp.ipython.watch, ipylsp.ipython.audit, ipylsp.ipython.fswatch;"
@@ -779,6 +795,7 @@ def test_ipython_writefile(root: Path, ipython_cells: Callable[[str], list[Write
     assert app.read_text() == "x: int = 'a'\ny = 2\n"
 
 
+@pytest.mark.real
 def test_ipython_shell_escapes(root: Path, ipython_cells: Callable[[str], list[Write]]) -> None:
     assert ipython_cells("!echo hi > f.py") == [W(root / "f.py", "child")]
     assert ipython_cells("!echo again > f.py") == [W(root / "f.py", "child", known=False)]

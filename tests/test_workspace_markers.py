@@ -45,6 +45,7 @@ def test_default_markers_are_the_settings() -> None:
     )
 
 
+@pytest.mark.real
 def test_api_relative_path(marked: Path, tmp_path: Path) -> None:
     (marked / "app.py").write_text(BAD)
     languages = {"python": ("ty", "ruff")}
@@ -59,6 +60,7 @@ def test_api_relative_path(marked: Path, tmp_path: Path) -> None:
     assert report.files[0].diagnostics
 
 
+@pytest.mark.real
 def test_kernel_report_relative(marked: Path, tmp_path: Path) -> None:
     with Kernel(kernel_dir_for(tmp_path), marked) as kernel:
         kernel.run(f"%load_ext ipylsp\n{TY_RUFF}\n%config IPyLSP.workspace_markers = ['my.marker']")
@@ -68,6 +70,7 @@ def test_kernel_report_relative(marked: Path, tmp_path: Path) -> None:
     assert cell.displays[0].splitlines()[0] == '<diagnostics file="app.py">'
 
 
+@pytest.mark.real
 def test_cli_config_file_relative(marked: Path, tmp_path: Path) -> None:
     (marked / "app.py").write_text(BAD)
     cfg = tmp_path / "cfg.py"

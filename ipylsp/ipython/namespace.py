@@ -92,17 +92,28 @@ def _stub(name: str, value: Any, aliases: dict[str, str]) -> str:
 
 
 def _home(value: Any) -> tuple[str, str] | None:
-    """(module, name) that imports exactly `value`, or None (`__main__`, nested, private)."""
+    """(module, name) that imports exactly `value`, or None (`__main__`, nested, private).
+
+    Defined in a private module (`pathlib._local` on Python 3.13+), it is looked up in that
+    module's public parents, nearest first: the first that holds the very same object under
+    its name is its home (`pathlib`)."""
     module = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None)
     if not isinstance(module, str) or not isinstance(qualname, str):
         return None
-    if not qualname.isidentifier() or not _importable(module):
+    if not qualname.isidentifier():
         return None
-    owner = sys.modules.get(module)
-    if owner is None or _own(owner).get(qualname) is not value:  # no module `__getattr__` runs
-        return None
-    return module, qualname
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if not _importable(candidate):
+            continue
+        owner = sys.modules.get(candidate)
+        if owner is not None and _own(owner).get(qualname) is value:  # no `__getattr__` runs
+            return candidate, qualname
+        if end == len(parts):
+            return None  # public and defining it, yet without it: not importable from here
+    return None
 
 
 def _own(module: Any) -> dict[str, Any]:

@@ -73,6 +73,9 @@ class ClientState(str, enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __repr__(self) -> str:  # in a printed row or list, the state as the string it is
+        return repr(self.value)
+
 
 class LanguageClient:
     """A started server for one (spec, root). Not thread-safe: use it from its event loop."""

@@ -16,6 +16,8 @@ from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.conftest import Lab, screenshot
 
+pytestmark = pytest.mark.real
+
 SETUP = '%load_ext ipylsp\n%config IPyLSP.language_servers = {"python": ["ty", "ruff"]}'
 BROKEN = """%%writefile shop.py
 def total(prices: list[float], discount: float = 0.0) -> float:
