@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 import ipylsp
 from ipylsp.agent import CODES, FORMATS, TOOLS, Toolbox, ToolResult, call_tool, tool_schemas
 from ipylsp.agent.tools import ORDER
+from ipylsp.agent.tools.queries import FEATURE_TOOLS
 from ipylsp.model.diagnostics import Report
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 from ipylsp.model.settings import Settings
@@ -151,7 +152,9 @@ def test_every_schema_validates_in_each_format(fmt: str) -> None:
         assert parameters["type"] == "object"
         assert parameters["additionalProperties"] is False
         names.append(schema["function"]["name"] if fmt == "openai" else schema["name"])
-    assert names == list(ORDER) == list(TOOLS)
+    # the tools written by hand in their order, the features' own after the queries
+    assert names == list(TOOLS) == [*ORDER[:12], *FEATURE_TOOLS, *ORDER[12:]]
+    assert FEATURE_TOOLS == ("lsp_signature_help",)
 
 
 def test_mcp_schemas_are_mcp_tools() -> None:

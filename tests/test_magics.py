@@ -320,6 +320,17 @@ HELP = {
         'options:\n'
         '  -h, --help  show this help message and exit\n'
     ),
+    'signature': (
+        'usage: %lsp signature [-h] PATH:LINE:COL\n'
+        '\n'
+        'signature at PATH:LINE:COL (1-based)\n'
+        '\n'
+        'positional arguments:\n'
+        '  PATH:LINE:COL  1-based line and column (characters)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help     show this help message and exit\n'
+    ),
     'cache': (
         'usage: %lsp cache [-h] {info,clear}\n'
         '\n'
@@ -577,7 +588,7 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
         ("bogus", "%lsp: argument SUBCOMMAND: invalid choice: 'bogus' (choose from 'status', "
          "'list', 'install', 'which', 'start', 'stop', 'restart', 'check', 'check_cell', "
          "'diagnostics', 'hover', 'definition', 'references', 'completions', 'symbols', "
-         "'pending', 'cache', 'on', 'off')"),
+         "'signature', 'pending', 'cache', 'on', 'off')"),
         ("status extra", "%lsp: unrecognized arguments: extra"),
         ("'unbalanced", "%lsp: No closing quotation"),
         ("hover", "%lsp hover: the following arguments are required: PATH:LINE:COL"),
@@ -645,6 +656,7 @@ TOP_HELP = (
     '    completions\n'
     '               completions at PATH:LINE:COL (1-based)\n'
     '    symbols    the symbols of a file\n'
+    '    signature  signature at PATH:LINE:COL (1-based)\n'
     '    pending    problems not yet handed over, then forget them\n'
     "    cache      the store of servers' answers: its size, or clear it\n"
     '    on         check cells and the files they write\n'
@@ -653,3 +665,11 @@ TOP_HELP = (
     'options:\n'
     '  -h, --help   show this help message and exit\n'
 )
+
+
+@pytest.mark.real
+def test_the_signature_of_the_call_at_a_place(shell: InteractiveShell, app_written: None) -> None:
+    """`%lsp signature`, made from the feature's value (no magic written for it)."""
+    answer = lsp(shell, "signature app.py:9:11")  # box = Box(|2)
+    assert answer.error is None
+    assert answer.text == "(width: int) -> Box\nparameter: width: int"

@@ -12,6 +12,7 @@ from ipylsp.lsp.requests import symbols  # noqa: F401
 from ipylsp.lsp.requests import calls  # noqa: F401
 from ipylsp.lsp.requests import rename  # noqa: F401
 from ipylsp.lsp.requests import code_actions  # noqa: F401
+from ipylsp.lsp.requests import signature_help  # noqa: F401
 # isort: on
 from ipylsp.lsp.requests.feature import FEATURES, Feature, FeatureResult, Query
 

@@ -1,0 +1,58 @@
+"""textDocument/signatureHelp: the signature of the call at a place, with the parameter being
+written, as plain text (the signature, the active parameter, the documentation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ipylsp.lsp import protocol
+from ipylsp.lsp.client import LanguageClient
+from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.request import At, ask, document, position
+from ipylsp.model.positions import LineIndex
+
+
+async def signature_help(client: LanguageClient, at: At, timeout: float) -> str:
+    """The active signature at `at`, its active parameter and documentation ("" when the
+    server has none there)."""
+    t = protocol.types()
+    params = t.SignatureHelpParams(text_document=document(at.path), position=position(client, at))
+    answer = await ask(
+        client, t.TEXT_DOCUMENT_SIGNATURE_HELP, params, t.SignatureHelpResponse, timeout
+    )
+    if answer is None or not answer.signatures:
+        return ""
+    chosen = answer.active_signature or 0
+    signature = answer.signatures[chosen if 0 <= chosen < len(answer.signatures) else 0]
+    lines = [signature.label]
+    active = signature.active_parameter
+    if active is None:
+        active = answer.active_parameter
+    parameters = signature.parameters or []
+    if active is not None and 0 <= active < len(parameters):
+        label = parameters[active].label
+        if not isinstance(label, str):  # [start, end) in the signature's label, wire units
+            index = LineIndex(signature.label)
+            start, end = (index.to_column(0, units, client.encoding) for units in label)
+            label = signature.label[start:end]
+        lines.append(f"parameter: {label}")
+    documentation = signature.documentation
+    text = getattr(documentation, "value", documentation)
+    if isinstance(text, str) and text.strip():
+        lines += ["", text.strip()]
+    return "\n".join(lines)
+
+
+async def _ask(client: LanguageClient, q: Query) -> str:
+    return await signature_help(client, q.at, q.timeout)
+
+
+def _render(text: str, root: Path | None) -> list[str]:
+    return [text] if text else []
+
+
+SIGNATURE_HELP = register(Feature(
+    "signature_help", "signatureHelpProvider", _ask, _render, "(no signature here)",
+    "The signature of the call at a place, with the parameter being written.",
+    magic="signature", api="signature_help", tool="lsp_signature_help",
+))
