@@ -86,23 +86,7 @@ class StatusHandler(IPyLSPHandler):
         self.reply(await asyncio.to_thread(self._status))
 
     def _status(self) -> dict[str, Any]:
-        from ipylsp.servers.executables import data_dir
-        from ipylsp.service.runtime.status_file import read_errors
-
-        service = self.state.service
-        table = service.servers_status()
-        errors = service.error_count() + read_errors(
-            data_dir(service.settings), skip_token=id(service)
-        )
-        return {
-            "servers": [
-                {"server": r.server_id, "state": r.state, "detail": r.detail, "root": r.root,
-                 "pid": r.pid, "owner": r.owner}
-                for r in table.running
-            ],
-            "installed": list(table.installed),
-            "errors": errors,
-        }
+        return self.state.service.servers_status().to_json()
 
 
 class CheckHandler(IPyLSPHandler):

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         InstallProgress,
         ServerRow,
         ServerTable,
-        StatusTable,
+        StatusView,
     )
 
 log = logging.getLogger(__name__)
@@ -124,9 +124,12 @@ class Service:
         """One server's row (`.which()`: its command, or why none); `UnknownServer`."""
         return self._control.which(server_id)
 
-    def servers_status(self) -> StatusTable:
-        """Servers of this service and of every other live process, then the installed."""
-        return self._control.servers_status(own_token=id(self))
+    def servers_status(self) -> StatusView:
+        """The one status view: servers of this service and of every other live process, the
+        installed ones, the current errors of every live service, this one's pending count."""
+        return self._control.servers_status(
+            own_token=id(self), errors=self.error_count(), pending=self.pending_count
+        )
 
     def install(
         self,

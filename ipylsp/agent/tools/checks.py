@@ -194,25 +194,25 @@ def lsp_pending(box: Toolbox, args: Arguments) -> ToolResult:
     {},
 )
 def lsp_status(box: Toolbox, args: Arguments) -> ToolResult:
-    service = box.service
-    rows = service.status()
+    view = box.service.servers_status()  # the one status view: this service's own rows
+    rows = view.mine()
     lines = [f"workspace: {box.workspace.root}"]
     lines += [
         f"{r.server_id}: {r.state}{f' ({r.detail})' if r.detail and r.detail != r.state else ''}"
-        f" for {box.workspace.shown(r.root)}"
+        f" for {box.workspace.shown(Path(r.root))}"
         for r in rows
     ] or ["no server runs yet (they start on the first check or query)"]
-    installed = [row.server_id for row in service.servers(installed_only=True).rows]
+    installed = list(view.installed)
     lines.append(f"installed: {', '.join(installed) or 'none'}")
-    lines.append(f"pending problems: {service.pending_count}")
+    lines.append(f"pending problems: {view.pending}")
     data = {
         "workspace": str(box.workspace.root),
         "servers": [
-            {"server": r.server_id, "state": r.state, "detail": r.detail,
-             "root": str(r.root), "pid": r.pid}
+            {"server": r.server_id, "state": str(r.state), "detail": r.detail,
+             "root": r.root, "pid": r.pid}
             for r in rows
         ],
         "installed": installed,
-        "pending": service.pending_count,
+        "pending": view.pending,
     }
     return ToolResult(ok=True, text="\n".join(lines), data=data)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         InstallProgress,
         ServerRow,
         ServerTable,
-        StatusTable,
+        StatusView,
     )
 
 # Beyond the wait budget, how long a caller waits for the loop to hand an answer back. No
@@ -135,12 +135,14 @@ class ServerControl:
 
         return row(self._state.settings, server_id)
 
-    def servers_status(self, own_token: int) -> StatusTable:
+    def servers_status(self, own_token: int, *, errors: int, pending: int) -> StatusView:
         """Running, starting, broken and stopped servers of this service and of every other
-        live process (kernels), then the installed ones."""
+        live process (kernels), then the installed ones; the errors of them all, the pending
+        problems of this one."""
         from ipylsp.service.admin.server_table import status
 
-        return status(self._state.settings, self.status(), own_token=own_token)
+        return status(self._state.settings, self.status(), own_token=own_token,
+                      errors=errors, pending=pending)
 
     def install(
         self,

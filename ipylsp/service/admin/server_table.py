@@ -20,7 +20,7 @@ from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.settings import Settings
 from ipylsp.servers import executables, installers, registry
 from ipylsp.service.runtime.pool import SlotStatus
-from ipylsp.service.runtime.status_file import read_status
+from ipylsp.service.runtime.status_file import read_published
 
 MAX_LANGUAGES = 32
 """Characters of the languages column; longer lists end in "…" (TypeScript's are long)."""
@@ -218,6 +218,8 @@ class RunningRow:
     owner: int | None
     """The process that runs it (a kernel); None when unknown."""
     detail: str = ""
+    mine: bool = False
+    """The asking service's own server (not another service's, even in this process)."""
 
     def cells(self) -> list[str]:
         owner = ("this process" if self.owner == os.getpid()
@@ -236,32 +238,60 @@ NOTHING_RUNS = "no server running (servers start when a file is checked)"
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class StatusTable(_PrintsAsText):
-    """Running servers of every process (aligned), then the installed ones."""
+class StatusView(_PrintsAsText):
+    """The one status view: the servers of every process, the installed ones, the current
+    errors of every live service and the asking service's pending problems. Every surface
+    renders it: as text (`%lsp status`, `ipylsp status`), as JSON (the server extension's
+    status route), or its own rows (the agent's `lsp_status`)."""
 
     running: tuple[RunningRow, ...]
     installed: tuple[str, ...]
+    errors: int = 0
+    pending: int = 0
 
     def format(self) -> str:
         rows = format_columns([row.cells() for row in self.running]) or NOTHING_RUNS
         return f"{rows}\ninstalled: {', '.join(self.installed) or 'none'}"
 
+    def mine(self) -> tuple[RunningRow, ...]:
+        """The asking service's own rows."""
+        return tuple(row for row in self.running if row.mine)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "servers": [
+                {"server": r.server_id, "state": str(r.state), "detail": r.detail,
+                 "root": r.root, "pid": r.pid, "owner": r.owner}
+                for r in self.running
+            ],
+            "installed": list(self.installed),
+            "errors": self.errors,
+        }
+
 
 def status(
-    settings: Settings, own: Sequence[SlotStatus] = (), own_token: int | None = None
-) -> StatusTable:
+    settings: Settings,
+    own: Sequence[SlotStatus] = (),
+    own_token: int | None = None,
+    *,
+    errors: int = 0,
+    pending: int = 0,
+) -> StatusView:
     """`own`: the asking service's rows (fresher than its status file, which is skipped by
     `own_token`); then what other services of this process published, then other processes
-    (kernels), by process id."""
+    (kernels), by process id. `errors`, `pending`: the asking service's; every other live
+    service's published errors are added."""
     pid = os.getpid()
-    rows = [RunningRow(r.server_id, r.state, str(r.root), r.pid, pid, r.detail) for r in own]
+    rows = [RunningRow(r.server_id, r.state, str(r.root), r.pid, pid, r.detail, mine=True)
+            for r in own]
+    found, others = read_published(executables.data_dir(settings), skip_token=own_token)
     published = [
         RunningRow(
-            str(found.get("server")), str(found.get("state")), str(found.get("root")),
-            found.get("pid"), found.get("owner"), str(found.get("detail") or ""),
+            str(row.get("server")), str(row.get("state")), str(row.get("root")),
+            row.get("pid"), row.get("owner"), str(row.get("detail") or ""),
         )
-        for found in read_status(executables.data_dir(settings), skip_token=own_token)
+        for row in found
     ]
     rows += sorted(published, key=lambda row: row.owner != pid)  # stable: files' order kept
     installed = tuple(row.server_id for row in table(settings, installed_only=True).rows)
-    return StatusTable(tuple(rows), installed)
+    return StatusView(tuple(rows), installed, errors + others, pending)

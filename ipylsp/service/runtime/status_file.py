@@ -77,22 +77,24 @@ def _alive(pid: int) -> bool:
 def read_status(data_dir: Path, *, skip_token: int | None = None) -> list[dict[str, Any]]:
     """Rows of every live process's status file, each with its owner's pid as `owner`;
     `skip_token`: not this process's file of that token (a service reading its own rows)."""
+    return read_published(data_dir, skip_token=skip_token)[0]
+
+
+def read_published(
+    data_dir: Path, *, skip_token: int | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """What every other live service (kernels) published, in one reading of the files: its
+    rows (as `read_status`) and its current errors, summed."""
     rows: list[dict[str, Any]] = []
+    total = 0
     for owner, content in _live_files(data_dir, skip_token):
         for row in content.get("servers", []):
             if isinstance(row, dict):
                 rows.append({**row, "owner": owner})
-    return rows
-
-
-def read_errors(data_dir: Path, *, skip_token: int | None = None) -> int:
-    """The current errors every other live service (kernels) published, summed."""
-    total = 0
-    for _, content in _live_files(data_dir, skip_token):
         errors = content.get("errors", 0)
         if isinstance(errors, int) and errors > 0:
             total += errors
-    return total
+    return rows, total
 
 
 def _pid_and_token(path: Path) -> tuple[int, int, str]:
