@@ -166,11 +166,15 @@ def scratch_dir(prefix: str, *fallbacks: str | os.PathLike[str]) -> Path:
     """A new directory (0700) for workspaces made on the fly (the quickstart's, the tests',
     the benchmarks'), below no directory another user can write to, so that servers may be
     rooted in it: in the temp dir when it is such a place (`$TMPDIR` set to one), else in the
-    user's cache dir, else in the first of `fallbacks` that is. A shared `/tmp` never is."""
+    user's cache dir, else in the cache dir of the user's home as the user database gives it
+    (`$HOME` may be a fresh directory in /tmp), else in the first of `fallbacks` that is. A
+    shared `/tmp` never is."""
     import platformdirs
 
-    places = [Path(tempfile.gettempdir()), Path(platformdirs.user_cache_dir("ipylsp")) / "tmp",
-              *(Path(f) for f in fallbacks)]
+    places = [Path(tempfile.gettempdir()), Path(platformdirs.user_cache_dir("ipylsp")) / "tmp"]
+    with contextlib.suppress(KeyError):
+        places.append(Path(pwd.getpwuid(_me()).pw_dir) / ".cache" / "ipylsp" / "tmp")
+    places += [Path(f) for f in fallbacks]
     for place in places:
         existing = Path(os.path.abspath(place))
         while not os.path.lexists(existing) and existing.parent != existing:

@@ -254,6 +254,17 @@ def test_scratch_dir_is_never_below_a_shared_directory(
     monkeypatch.setenv("TMPDIR", str(shared))
     monkeypatch.setenv("XDG_CACHE_HOME", str(shared / "cache"))
     monkeypatch.setattr("tempfile.tempdir", None)
+    # $HOME may be a fresh directory in /tmp: the home the user database gives comes next
+    home = Path(pwd.getpwuid(os.geteuid()).pw_dir) / ".cache" / "ipylsp" / "tmp"
+    made = private.scratch_dir("x-", tmp_path / "fallback")
+    assert made.parent == home and private.other_writer(made) is None
+    made.rmdir()
+
+    class Shared:
+        pw_name = pwd.getpwuid(os.geteuid()).pw_name
+        pw_dir = str(shared / "home")
+
+    monkeypatch.setattr("pwd.getpwuid", lambda uid: Shared)
     made = private.scratch_dir("x-", tmp_path / "fallback")
     assert made.parent == tmp_path / "fallback"
     assert private.other_writer(made) is None

@@ -64,13 +64,15 @@ class Resolver:
                 registry.install_hint(spec),
             )
         root = roots.find_root(path, spec.root_markers, git_worktree=gate)
-        refused = _refusal(spec, root, gate)
+        found = self.pool.find(spec.id, root)
+        running = found is not None and found.client is not None and found.client.alive
+        if found is not None and running:
+            return found  # kept until stopped; it read its configuration when it started
+        refused = _refusal(spec, root, gate)  # what a start would read: checked before each
         if refused is not None:
             return self.unknown(spec, root, UnknownReason.REFUSED, refused, REFUSED_HINT)
-        found = self.pool.find(spec.id, root)
         if found is not None and (
             found.command == resolution.command  # the same server as configured now
-            or (found.client is not None and found.client.alive)  # running: kept until stopped
             or found.starting is not None
         ):  # else a stopped server whose command was configured anew: the new one starts
             return found
