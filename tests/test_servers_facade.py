@@ -130,7 +130,8 @@ os.chmod(path, 0o755)
             seen.append(("finished", result.server_id, str(result.ok)))
 
     assert not server_table.row(settings, "one").installed
-    one, two = Service(settings).install(["one", "two"], progress=Recorder())
+    with Service(settings) as service:  # closed: its store is never left open for others
+        one, two = service.install(["one", "two"], progress=Recorder())
     assert one.ok and not two.ok, (one.message, two.message)
     # each server in turn: started, its own output, finished
     assert [e for e in seen if e[0] != "output"] == [
