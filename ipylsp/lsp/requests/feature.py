@@ -77,6 +77,11 @@ class Feature(Generic[A]):
     """The agent tool answering it, likewise."""
 
 
+def text_lines(text: str, root: Path | None) -> list[str]:
+    """The rendering of an answer that is text already (hover, signature help)."""
+    return [text] if text else []
+
+
 FEATURES: dict[str, Feature[Any]] = {}
 """Every feature by kind, in the order the request modules register them."""
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import LanguageClient
-from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.feature import Feature, Query, register, text_lines
 from ipylsp.lsp.requests.request import At, ask, document, position
 
 
@@ -27,11 +25,7 @@ async def _ask(client: LanguageClient, q: Query) -> str:
     return await hover(client, q.at, q.timeout)
 
 
-def _render(text: str, root: Path | None) -> list[str]:
-    return [text] if text else []
-
-
 HOVER = register(Feature(
-    "hover", "hoverProvider", _ask, _render, "(no hover information)",
+    "hover", "hoverProvider", _ask, text_lines, "(no hover information)",
     "The type and documentation of the symbol at a place.", magic="hover",
 ))

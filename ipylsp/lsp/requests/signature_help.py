@@ -3,11 +3,9 @@ written, as plain text (the signature, the active parameter, the documentation).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import LanguageClient
-from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.feature import Feature, Query, register, text_lines
 from ipylsp.lsp.requests.request import At, ask, document, position
 from ipylsp.model.positions import LineIndex
 
@@ -47,12 +45,8 @@ async def _ask(client: LanguageClient, q: Query) -> str:
     return await signature_help(client, q.at, q.timeout)
 
 
-def _render(text: str, root: Path | None) -> list[str]:
-    return [text] if text else []
-
-
 SIGNATURE_HELP = register(Feature(
-    "signature_help", "signatureHelpProvider", _ask, _render, "(no signature here)",
+    "signature_help", "signatureHelpProvider", _ask, text_lines, "(no signature here)",
     "The signature of the call at a place, with the parameter being written.",
     magic="signature", api="signature_help", tool="lsp_signature_help",
 ))
