@@ -37,11 +37,11 @@ RESULTS = REPO / "benchmarks" / "results"
 MARKS = ("ipylsp", "check_on", "added", "cells")
 
 
-def worktree(revision: str, parent: Path) -> Path:
+def worktree(revision: str, parent: Path, side: str) -> Path:
     """A checkout of `revision` under `parent` (`WORKTREE`: this working tree itself)."""
     if revision == "WORKTREE":
         return REPO
-    target = parent / revision.replace("/", "_")
+    target = parent / f"{side}-{revision.replace('/', '_')}"
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(target),
                     revision], check=True)
     return target
@@ -91,9 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     scratch = Path(tempfile.mkdtemp(prefix="ipylsp-revisions-"))
-    trees = {"base": worktree(args.base, scratch), "new": worktree(args.new, scratch)}
+    trees: dict[str, Path] = {}
     seen: dict[str, dict[str, dict[str, list[float]]]] = {}
     try:
+        for side in ("base", "new"):
+            trees[side] = worktree(getattr(args, side), scratch, side)
         for round_ in range(args.rounds):
             order = ["base", "new"] if round_ % 2 == 0 else ["new", "base"]
             for bench in args.bench:
@@ -104,10 +106,10 @@ def main(argv: list[str] | None = None) -> int:
                         key = f"{shlex.split(bench)[0]}:{name}"
                         seen.setdefault(key, {}).setdefault(side, []).append(value)
     finally:
-        for side in ("base", "new"):
-            if trees[side] != REPO:
+        for tree in trees.values():
+            if tree != REPO:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
-                                str(trees[side])], check=False)
+                                str(tree)], check=False)
         shutil.rmtree(scratch, ignore_errors=True)
 
     compared = {}

@@ -136,6 +136,10 @@ def symbols(path: str | os.PathLike[str]) -> FeatureResult[tuple[Symbol, ...]]:
 def __getattr__(name: str) -> Callable[..., FeatureResult[Any]]:
     """`ipylsp.<api>(path, line, column)` for every feature that names an `api` (its `Feature`
     in `ipylsp/lsp/requests/`): positions 1-based, the answer prints as text."""
+    import importlib.util
+
+    if name.startswith("_") or importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        raise AttributeError(name)  # a submodule being imported, or a private probe
     from ipylsp.lsp.requests import FEATURES
 
     found = [f for f in FEATURES.values() if f.api == name]

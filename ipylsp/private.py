@@ -14,8 +14,8 @@ Owns two rules (ARCHITECTURE.md, "Private by construction"):
   (or root) can write to, a sticky `/tmp` included, since there others can create new files.
   `seal` writes the configuration that ends those walks into a directory of ours.
 
-Touches the file system only through `os` (stat, mkdir, chmod) and the user and group
-databases; knows nothing of servers, services or surfaces.
+Touches the file system (stat, mkdir, chmod, `tempfile.mkdtemp`, the seal file) and reads
+the user and group databases; knows nothing of servers, services or surfaces.
 """
 
 from __future__ import annotations
@@ -48,23 +48,19 @@ def _me() -> int:
 
 @functools.lru_cache(maxsize=64)
 def _group_has_others(gid: int, uid: int) -> bool:
-    """Whether a user other than `uid` belongs to group `gid` (as a member or by their
-    primary group). An unknown group counts as shared."""
+    """Whether a user other than `uid` (and root) may belong to group `gid`. Only a group
+    that is root's or the user's own private group (its primary group, named after the user,
+    no other member) counts as theirs; every other group is shared, since its members cannot
+    be listed reliably (a directory service may not enumerate them) nor quickly."""
+    if gid == 0:
+        return False
     try:
+        user = pwd.getpwuid(uid)
         group = grp.getgrgid(gid)
     except KeyError:
         return True
-    try:
-        name = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        name = None
-    if any(member != name for member in group.gr_mem):
-        return True
-    try:
-        users = pwd.getpwall()
-    except OSError:
-        return True
-    return any(user.pw_gid == gid and user.pw_uid != uid for user in users)
+    own = gid == user.pw_gid and group.gr_name == user.pw_name
+    return not (own and set(group.gr_mem) <= {user.pw_name, "root"})
 
 
 def _writers_besides_me(info: os.stat_result) -> bool:
@@ -142,9 +138,10 @@ def owned_dir(path: str | os.PathLike[str], *, narrow: bool = True) -> Path:
     while not os.path.lexists(current) and current.parent != current:
         missing.append(current)
         current = current.parent
-    if not missing:
+    exposed = _swappable(current.parent if not missing else current)
+    if exposed is None and not missing:  # its parent cannot be swapped: check it, then use it
         _check(target, narrow)
-    exposed = _swappable(current)
+        exposed = _swappable(target)
     if exposed is not None:
         raise NotPrivate(
             f"another user can write to {exposed}, so they could replace {target}; "
@@ -180,7 +177,8 @@ def scratch_dir(prefix: str, *fallbacks: str | os.PathLike[str]) -> Path:
         while not os.path.lexists(existing) and existing.parent != existing:
             existing = existing.parent
         if other_writer(existing) is None:
-            return Path(tempfile.mkdtemp(prefix=prefix, dir=owned_dir(place, narrow=False)))
+            with contextlib.suppress(NotPrivate):
+                return Path(tempfile.mkdtemp(prefix=prefix, dir=owned_dir(place, narrow=False)))
     raise NotPrivate(
         "every candidate directory (" + ", ".join(map(str, places)) + ") has another user "
         "able to write above it: set TMPDIR to a directory only you can write to"

@@ -139,7 +139,7 @@ def test_paths_planted_by_another_user_are_never_adopted(
     created = tree(shared) - before
     status = result(k.run("%lsp status"))
     # everything the clean run keeps is in directories of ours, 0700, below the home
-    mine = [p for p in created if p.is_dir() and p.name.startswith(f"{k.pid}-")]
+    mine = [p for p in created if p.is_dir() and f"-{k.pid}-" in p.name]
     assert len(mine) == 1, created
     assert stat.S_IMODE(os.stat(mine[0]).st_mode) == 0o700
     assert str(mine[0]) in status
@@ -287,4 +287,27 @@ def test_cells_outside_a_workspace_refused_a_data_dir_another_user_owns(
     report = session.run("x = 1\n", count=1)
     (unknown,) = report.unknown
     assert unknown.reason is UnknownReason.REFUSED
-    assert "belongs to another user" in unknown.detail
+    assert unknown.detail.startswith(f"another user can write to {shared / 'data'}, so they "
+                                     f"could replace {shared / 'data' / 'cells'}")
+
+
+@pytest.mark.real
+def test_a_notebook_is_told_when_its_cells_have_no_directory_of_their_own(
+    tmp_path: Path, shared: Path, home: Path
+) -> None:
+    """In a real kernel: the data dir's `cells` is another user's, so the cells' document has
+    no directory of its own; each cell says so, with the fix, and nothing raises."""
+    as_nobody(f"import os; os.makedirs({str(shared / 'xdg' / 'ipylsp' / 'cells')!r}, 0o777)")
+    kernel = Kernel(kernel_dir_for(tmp_path), home, ipython_dir=home / ".ipython")
+    kernel_env(kernel, home, shared)
+    kernel.env["XDG_DATA_HOME"] = str(shared / "xdg")
+    with kernel as k:
+        assert k.run("%load_ext ipylsp").outputs == []
+        cell = k.run(UNDEFINED)
+        assert not [o for o in cell.outputs if o["output_type"] == "error"]
+        assert ours(cell) == [
+            f"UNKNOWN [cells] another user can write to {shared / 'xdg' / 'ipylsp'}, so they "
+            f"could replace {shared / 'xdg' / 'ipylsp' / 'cells'}; choose a directory below "
+            "one only you can write to; set IPyLSP.data_dir to a directory only you can "
+            "write to"
+        ]

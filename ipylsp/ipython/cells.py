@@ -80,7 +80,10 @@ class CellHook:
         """`left`: what the cell's budget has left (its writes were checked first); less than
         a whole budget makes the check brief (it proves nothing about a server)."""
         session = self.session
-        starting = self._service().starting(session.path)
+        try:
+            starting = self._service().starting(session.path)
+        except OSError:  # no directory of its own: the check itself says so, with the fix
+            starting = False
         brief = starting or left is not None
         timeout = COLD_BUDGET if starting else left
         if timeout is not None:

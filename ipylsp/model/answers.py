@@ -1,7 +1,7 @@
 """What feature requests answer (hover, definition, symbols, ...), in the model's terms.
 
 Plain frozen values beside the diagnostics model: 0-based lines and 0-based code-point
-columns. `lsp.features` converts the wire's answers into these; every surface formats them.
+columns. `lsp.requests` converts the wire's answers into these; every surface formats them.
 """
 
 from __future__ import annotations

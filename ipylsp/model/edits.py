@@ -2,7 +2,7 @@
 
 Rename previews and code actions are shown to a model as diffs and never applied: the edits
 are applied here to copies of the texts, in memory. Positions are 0-based lines and
-code-point columns (the wire's were converted by `lsp.features`).
+code-point columns (the wire's were converted by `lsp.requests`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Answers that hold while the directories they were read from are unchanged.
 
-`roots` (where is the marker? the worktree?) and `locate` (where is the executable?) both
+`roots` (where is the marker? the worktree?) and `executables` (where is the executable?) both
 answer by looking into directories, on every check. Creating or deleting a file changes its
 directory's mtime, so an answer stored with the mtimes of the directories it looked at is
 never stale, and a hit costs one ``stat`` per directory. Answers that involve a directory

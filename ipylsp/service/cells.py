@@ -4,7 +4,7 @@ Not a second checker: a `CellSession` keeps the history (`analysis.cells.documen
 the document (header, the kernel's stub prelude, the cells), and asks `Service.check_files`
 for it as a *virtual* file (in memory only: never read from or saved to disk, never pending,
 never listed). The delta is the checker's own: the document before the cell against the
-document after it. What comes back is moved to cells (`analysis.cells.locate`), and every
+document after it. What comes back is moved to cells (`analysis.cells.attribution`), and every
 cell with a problem the cell introduced gets its own entry, `cell [n]`: the newest first,
 then earlier cells it broke.
 
@@ -12,7 +12,8 @@ Which servers: every server that serves Python files, on the concatenated docume
 and the pyright family also accept LSP 3.17 notebook documents, but those carry cells as the
 user wrote them: a server then sees neither the kernel's namespace (the prelude) nor the
 magics neutralized the way the kernel ran them, so a notebook document would need the same
-rewriting and a second delta path; one document keeps one path (see ARCHITECTURE.md).
+rewriting and a second delta path; one document keeps one path (README: which document
+each Python server reads).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import socket
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,7 +41,7 @@ from ipylsp.analysis.cells.document import (
 from ipylsp.lsp.procfs import running
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason
 from ipylsp.model.settings import WORKSPACE_MARKERS
-from ipylsp.private import NotPrivate, fresh_dir, seal
+from ipylsp.private import NotPrivate, fresh_dir, owned_dir, seal
 from ipylsp.servers import roots
 from ipylsp.service.check.batch import FileCheck
 
@@ -88,6 +90,7 @@ class CellSession:
         self._private_parent = private_parent
         self._made: Path | None = None
         """The directory of its own this session made (removed with it)."""
+        self._path_lock = threading.Lock()
         self.history = CellHistory(cap=cap)
         self._last: CellDocument | None = None
         """The document as last run: the next check's before text (its baseline known) and
@@ -144,13 +147,12 @@ class CellSession:
 
     @property
     def path(self) -> Path:
-        """Where the document says it lives (`default_path`); raises `NotPrivate` when no
-        directory of its own can be made."""
-        if self._path is None:
-            self._path = default_path(self._markers, self._private_parent)
-            if self._path.parent.parent == _cells_parent(self._private_parent):
-                self._made = self._path.parent
-        return self._path
+        """Where the document says it lives (`default_path`); raises `OSError` (`NotPrivate`
+        when it is not ours) when no directory of its own can be made."""
+        with self._path_lock:
+            if self._path is None:
+                self._path, self._made = default_path(self._markers, self._private_parent)
+            return self._path
 
     def close(self) -> None:
         """The directory of its own made outside a workspace (`default_path`) is removed."""
@@ -184,9 +186,10 @@ class CellSession:
         before = self._last if self._last is not None else self.history.document(prelude)
         try:
             path = self.path
-        except NotPrivate as exc:
+        except OSError as exc:  # NotPrivate, or a data dir that cannot be written
+            reason = UnknownReason.REFUSED if isinstance(exc, NotPrivate) else UnknownReason.FAILED
             return Report(unknown=(Unknown(
-                "cells", UnknownReason.REFUSED, str(exc),
+                "cells", reason, str(exc),
                 "set IPyLSP.data_dir to a directory only you can write to",
             ),))
         checked = self._service.check_files(
@@ -218,30 +221,41 @@ def _cells_parent(private_parent: Path | None) -> Path:
 
 def default_path(
     markers: Iterable[str] = WORKSPACE_MARKERS, private_parent: Path | None = None
-) -> Path:
-    """Where the virtual document says it lives: the kernel's working directory when that is
-    in a workspace, so the project's imports resolve the way the kernel's do (nothing is ever
-    written there). Elsewhere (a notebook in the home directory), a fresh directory of its own
-    in `<private_parent>/cells` (0700, an unpredictable name), sealed so that servers rooted
-    there read no configuration from its parents: rooted at `~` they would index it all, and
-    a shared temp dir would let another user plant their configuration. Raises `NotPrivate`
-    when that directory cannot be ours."""
+) -> tuple[Path, Path | None]:
+    """Where the virtual document says it lives, and the directory made for it (None when
+    none was). In a workspace, the kernel's working directory, so the project's imports
+    resolve the way the kernel's do (nothing is ever written there). Elsewhere (a notebook in
+    the home directory), a fresh directory of its own in `<private_parent>/cells` (0700, an
+    unpredictable name), sealed so that servers rooted there read no configuration from its
+    parents: rooted at `~` they would index it all, and a shared temp dir would let another
+    user plant their configuration. Raises `OSError` (`NotPrivate` when `cells` is not ours)
+    when that directory cannot be made."""
     cwd = Path(os.getcwd())
     if roots.workspace_gate(cwd, markers) is not None:
-        return cwd / f".ipylsp-cells-{os.getpid()}.py"
-    parent = _cells_parent(private_parent)
+        return cwd / f".ipylsp-cells-{os.getpid()}.py", None
+    parent = owned_dir(_cells_parent(private_parent))
     _sweep(parent)
-    own = fresh_dir(parent, prefix=f"{os.getpid()}-")
-    seal(own)
-    return own / "cells.py"
+    own = fresh_dir(parent, prefix=f"{_HOST}-{os.getpid()}-")
+    try:
+        seal(own)
+    except OSError:
+        shutil.rmtree(own, ignore_errors=True)
+        raise
+    return own / "cells.py", own
+
+
+_HOST = socket.gethostname().replace("-", "_") or "host"
+"""Directories are named `<host>-<pid>-...`: a home shared by several machines (NFS) keeps
+other hosts' live sessions, whose pids mean nothing here."""
 
 
 def _sweep(parent: Path) -> None:
-    """Directories of sessions whose kernel is gone (a SIGKILL leaves them) are removed."""
+    """This host's directories whose kernel is gone (a SIGKILL leaves them) are removed."""
     with contextlib.suppress(OSError):
         for entry in parent.iterdir():
-            pid, _, _ = entry.name.partition("-")
-            if pid.isdigit() and not running(int(pid)):
+            host, _, rest = entry.name.partition("-")
+            pid = rest.partition("-")[0]
+            if host == _HOST and pid.isdigit() and not running(int(pid)):
                 shutil.rmtree(entry, ignore_errors=True)
 
 

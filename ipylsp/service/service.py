@@ -447,7 +447,7 @@ class Service:
         )
 
     def store_info(self, *, clear: bool = False) -> StoreInfo:
-        """The persistent store: its file, size, rows, files (`{"path": None}` when off).
+        """The persistent store: its file, size, rows, files (no path when off).
         `clear`: forget every answer in it (what it held is returned)."""
         return (clear_store if clear else store_info)(self._state.answers)
 

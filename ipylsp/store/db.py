@@ -171,9 +171,14 @@ def _locked(exc: sqlite3.OperationalError) -> bool:
 
 
 def _private_file(path: str | Path) -> int:
-    """A file of ours opened (made 0600 when missing; SQLite gives its WAL and shm the
-    file's mode), never a link planted in its place."""
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    """A file of ours opened, made 0600 (one an older ipylsp made readable to others is
+    narrowed; SQLite gives its WAL and shm the file's mode), never a link planted in its
+    place."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    info = os.fstat(fd)
+    if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+        os.fchmod(fd, 0o600)
+    return fd
 
 
 def _open(path: Path, check: bool) -> sqlite3.Connection:

@@ -7,7 +7,7 @@ from ipylsp.lsp import protocol
 from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.requests.feature import Feature, Query, register, text_lines
 from ipylsp.lsp.requests.request import At, ask, document, position
-from ipylsp.model.positions import LineIndex
+from ipylsp.model.positions import wire_to_column
 
 
 async def signature_help(client: LanguageClient, at: At, timeout: float) -> str:
@@ -30,8 +30,8 @@ async def signature_help(client: LanguageClient, at: At, timeout: float) -> str:
     if active is not None and 0 <= active < len(parameters):
         label = parameters[active].label
         if not isinstance(label, str):  # [start, end) in the signature's label, wire units
-            index = LineIndex(signature.label)
-            start, end = (index.to_column(0, units, client.encoding) for units in label)
+            start, end = (wire_to_column(signature.label, units, client.encoding)
+                          for units in label)  # the whole label: it may span lines
             label = signature.label[start:end]
         lines.append(f"parameter: {label}")
     documentation = signature.documentation

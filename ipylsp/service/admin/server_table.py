@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipylsp.lsp.client import ClientState
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.settings import Settings
 from ipylsp.servers import executables, installers, registry
@@ -269,6 +270,14 @@ class StatusView(_PrintsAsText):
         }
 
 
+def _state(value: object) -> str:
+    """A published state as the `ClientState` it names (a newer ipylsp's other word as is)."""
+    try:
+        return ClientState(value)
+    except ValueError:
+        return str(value)
+
+
 def status(
     settings: Settings,
     own: Sequence[SlotStatus] = (),
@@ -287,7 +296,7 @@ def status(
     found, others = read_published(executables.data_dir(settings), skip_token=own_token)
     published = [
         RunningRow(
-            str(row.get("server")), str(row.get("state")), str(row.get("root")),
+            str(row.get("server")), _state(row.get("state")), str(row.get("root")),
             row.get("pid"), row.get("owner"), str(row.get("detail") or ""),
         )
         for row in found

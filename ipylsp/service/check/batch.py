@@ -1,6 +1,6 @@
 """A batch: the files one cell (or one `Service.check_files` call) wrote, checked as one job.
 
-Its own module because this is where a check's budget is kept. Per server (`runs`): every new
+Its own module because this is where a check's budget is kept. Per server (`server_run`): every new
 text is synced first (after one round of file events), then the server's files are asked about
 concurrently, at most `in_flight(server)` requests at a time; baselines not known from an
 earlier check go first. At the deadline, files still unanswered are a budget cut, said once per

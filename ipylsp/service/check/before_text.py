@@ -1,4 +1,4 @@
-"""Where a baseline text comes from when the service does not know it (`known`): the file on
+"""Where a baseline text comes from when the service does not know it (`checked_files`): the file on
 disk, its git HEAD version.
 
 The baseline of a write is the text before it: given by the caller, else the last text the

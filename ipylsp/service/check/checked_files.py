@@ -6,7 +6,7 @@ other-files pass refreshes a server's results, a late answer catches up; the fac
 The current errors of the files (not the in-memory documents) are counted as entries change,
 so the status count costs nothing per check.
 Ordered by last check (the newest last) and capped: the least recently checked are forgotten
-and fall back to git HEAD (`baseline.git_head_text`).
+and fall back to git HEAD (`before_text.git_head_text`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ of one server about it (baseline, current), and its end (delta, report, roll-for
 
 Runs on the service's loop. Every failure becomes an `Unknown` entry; nothing raises to the
 caller except bad arguments. How a batch of files is put to the servers is in `batch`; the
-syntax tier's policy in `tiers`, other files around the write in `others`, automatic installs
-in `autoinstall`, report building in `reports`.
+syntax tier's policy in `syntax_gate`, other files around the write in `elsewhere`,
+automatic installs in `admin/autoinstall`, report building in `file_reports`.
 """
 
 from __future__ import annotations

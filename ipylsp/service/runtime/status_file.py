@@ -104,8 +104,12 @@ def _pid_and_token(path: Path) -> tuple[int, int, str]:
 
 
 def _live_files(data_dir: Path, skip_token: int | None) -> list[tuple[int, dict[str, Any]]]:
-    found = []
+    found: list[tuple[int, dict[str, Any]]] = []
     skip = None if skip_token is None else _file(data_dir, skip_token)
+    try:  # rows are read only from a directory of ours: none planted by another user
+        owned_dir(data_dir / "run", narrow=False)
+    except OSError:
+        return found
     for path in sorted((data_dir / "run").glob("status-*.json"), key=_pid_and_token):
         if path == skip:
             continue
