@@ -78,6 +78,12 @@ class IPyLSP(Configurable):
     semantic_after_syntax_error = Bool(
         False, help="Ask the servers even when a write introduced a syntax error."
     ).tag(config=True)
+    trusted_roots = List(
+        Unicode(),
+        help="Directories whose projects servers may be rooted in although another user can "
+        "write to them or above them (whoever that is, you vouch for them): a container's "
+        "bind mount owned by the host's user, a WSL drive.",
+    ).tag(config=True)
     idle_timeout = Float(600.0, min=0, help="Seconds before an unused server is stopped.").tag(
         config=True
     )
@@ -151,6 +157,7 @@ class IPyLSP(Configurable):
             max_open_documents=int(self.max_open_documents),
             data_dir=Path(self.data_dir).expanduser() if self.data_dir else None,
             workspace_markers=tuple(str(m) for m in self.workspace_markers),
+            trusted_roots=tuple(Path(str(p)).expanduser().resolve() for p in self.trusted_roots),
             store=bool(self.store),
             store_path=Path(self.store_path).expanduser() if self.store_path else None,
             store_max_mb=float(self.store_max_mb),

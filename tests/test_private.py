@@ -183,7 +183,8 @@ def test_a_workspace_below_a_shared_directory_starts_no_server_and_says_why(
         first = k.run("%%writefile app.py\n" + UNDEFINED)  # after that: without the fix
         why = (f"(another user can write to {shared}, where {{}} would read configuration "
                f"they put there): results for this file are incomplete")
-        fix = "; move the project below a directory only you can write to"
+        fix = ("; move the project below a directory only you can write to (or, if you vouch "
+               "for whoever else can write there, add it to IPyLSP.trusted_roots)")
         lines = [f"UNKNOWN [{server}] refused {why.format(server)}" for server in ("ty", "ruff")]
         assert ours(configured) == [_cell_block(configured, *(line + fix for line in lines))]
         assert ours(first) == [
@@ -310,4 +311,29 @@ def test_a_notebook_is_told_when_its_cells_have_no_directory_of_their_own(
             f"could replace {shared / 'xdg' / 'ipylsp' / 'cells'}; choose a directory below "
             "one only you can write to; set IPyLSP.data_dir to a directory only you can "
             "write to"
+        ]
+
+
+@pytest.mark.real
+def test_a_trusted_root_starts_its_servers(shared: Path, home: Path) -> None:
+    """`IPyLSP.trusted_roots`: the user vouches for whoever else can write there (a bind
+    mount owned by the host's user): its servers start and answer."""
+    from ipylsp.model.settings import Settings
+    from ipylsp.service.service import Service
+    from tests.real_servers import DATA_DIR
+
+    project = shared / "project"
+    project.mkdir(mode=0o700)
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
+    (project / "app.py").write_text(UNDEFINED)
+    settings = Settings(language_servers={"python": ("ty",)}, data_dir=DATA_DIR)
+    with Service(settings) as refused:
+        (unknown,) = refused.check(project / "app.py", before="").files[0].unknown
+        assert unknown.reason is UnknownReason.REFUSED
+    trusted = Settings(language_servers={"python": ("ty",)}, data_dir=DATA_DIR,
+                       trusted_roots=(shared,))
+    with Service(trusted) as service:
+        (found,) = service.check(project / "app.py", before="").files
+        assert [(d.code, d.range.start.line) for d in found.diagnostics] == [
+            ("unresolved-reference", 1)
         ]

@@ -125,3 +125,7 @@ class Settings:
     workspace_markers: tuple[str, ...] = WORKSPACE_MARKERS
     """Files that make a directory a workspace besides a git worktree: paths in reports are
     shown relative to it, and servers are never rooted above it."""
+    trusted_roots: tuple[Path, ...] = ()
+    """Directories whose projects servers may be rooted in although another user can write
+    to them or above them (a container's bind mount owned by the host's user, a WSL drive):
+    the user vouches for whoever else can write there."""

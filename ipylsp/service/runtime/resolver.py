@@ -68,7 +68,7 @@ class Resolver:
         running = found is not None and found.client is not None and found.client.alive
         if found is not None and running:
             return found  # kept until stopped; it read its configuration when it started
-        refused = _refusal(spec, root, gate)  # what a start would read: checked before each
+        refused = _refusal(spec, root, gate, self.settings.trusted_roots)  # before each start
         if refused is not None:
             return self.unknown(spec, root, UnknownReason.REFUSED, refused, REFUSED_HINT)
         if found is not None and (
@@ -121,14 +121,22 @@ class Resolver:
         self._auto.close()
 
 
-REFUSED_HINT = "move the project below a directory only you can write to"
+REFUSED_HINT = (
+    "move the project below a directory only you can write to (or, if you vouch for whoever "
+    "else can write there, add it to IPyLSP.trusted_roots)"
+)
 
 
-def _refusal(spec: ServerSpec, root: Path, gate: Path | None) -> str | None:
+def _refusal(
+    spec: ServerSpec, root: Path, gate: Path | None, trusted: tuple[Path, ...] = ()
+) -> str | None:
     """Why no server may start at `root`, or None: another user can write to the root or a
     directory above it (servers read configuration there), or to the project's Python
     environment (pyright runs its interpreter). A directory ipylsp sealed is safe whatever
-    is above it."""
+    is above it; one in `trusted` (`Settings.trusted_roots`) is vouched for by the user."""
+    real = Path(os.path.realpath(root))
+    if any(real == t or t in real.parents for t in trusted):
+        return None
     if not private.is_sealed(root):
         exposed = private.other_writer(root)
         if exposed is not None:
