@@ -16,6 +16,7 @@ from tornado.httpclient import HTTPClientError
 
 from ipylsp.analysis.report import FormatOptions, to_json
 from ipylsp.model.settings import Settings
+from ipylsp.server.handlers import NO_TOKEN
 from ipylsp.service.service import Service
 from tests.real_servers import DATA_DIR, require
 
@@ -90,12 +91,15 @@ async def test_every_route_needs_the_token(
     code, _ = await call(jp_fetch, method, route, body)
     assert code == 200
     url = f"http://localhost:{jp_http_port}{jp_base_url}ipylsp/api/{route}"
-    with pytest.raises(HTTPClientError) as refused:
-        await AsyncHTTPClient().fetch(
-            url, method=method, body=None if method == "GET" else json.dumps(body or {}),
-            headers={"Authorization": ""},
-        )
-    assert refused.value.code == 403
+    for headers in ({"Authorization": ""}, {"Authorization": "token wrong"}):
+        with pytest.raises(HTTPClientError) as refused:
+            await AsyncHTTPClient().fetch(
+                url, method=method, body=None if method == "GET" else json.dumps(body or {}),
+                headers=headers,
+            )
+        assert refused.value.code == 403
+        assert refused.value.response is not None
+        assert json.loads(refused.value.response.body)["message"] == NO_TOKEN  # never _xsrf
 
 
 async def test_check_over_http_equals_the_check_in_process(

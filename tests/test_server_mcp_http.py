@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from ipylsp.agent import tool_schemas
+from ipylsp.server.handlers import NO_TOKEN
 from tests.real_servers import DATA_DIR, require
 
 pytestmark = pytest.mark.real
@@ -142,5 +143,17 @@ def test_mcp_over_http_without_the_token_is_refused(
             "Accept": "application/json, text/event-stream"})
         answer = conn.getresponse()
         assert answer.status == 403
+        assert json.loads(answer.read())["message"] == NO_TOKEN  # the token, never `_xsrf`
     finally:
         conn.close()
+
+
+def test_mcp_over_http_with_the_token_in_the_url(server: tuple[int, Path]) -> None:
+    """For clients that cannot send headers (the README's `?token=` form): the same session."""
+    port, _ = server
+    names, checked, refused = asyncio.run(
+        _session(f"http://127.0.0.1:{port}/ipylsp/mcp?token={TOKEN}", {})
+    )
+    assert names == [t["name"] for t in tool_schemas("mcp")]
+    assert not checked.is_error and "app.py" in checked.content[0].text  # new, or known
+    assert refused.is_error

@@ -39,8 +39,26 @@ HTTP_STATUS: dict[ErrorCode, int] = {
 }
 
 
+NO_TOKEN = (
+    "no valid token: send the Jupyter server's token as the header `Authorization: token "
+    "<TOKEN>`, or as `?token=<TOKEN>` in the URL (for clients that cannot send headers)"
+)
+"""Why a request without a valid token is refused. Jupyter would say `'_xsrf' argument missing
+from POST`, which sends people looking for cookies, not for the token."""
+
+
 class IPyLSPHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
+
+    async def prepare(self) -> None:  # type: ignore[override]  # as APIHandler.prepare
+        try:
+            await super().prepare()
+        except web.HTTPError as exc:
+            if exc.status_code == 403 and self.current_user is None:
+                raise web.HTTPError(403, NO_TOKEN) from None
+            raise
+        if self.current_user is None:  # every route is `web.authenticated`: say why here
+            raise web.HTTPError(403, NO_TOKEN)
 
     @property
     def state(self) -> ServerState:
