@@ -16,7 +16,7 @@ import pytest
 from ipylsp.agent import TOOLS, tool_schemas
 from ipylsp.model.settings import Settings
 from ipylsp.server import state
-from ipylsp.server.jupyter_ai import FUNCTIONS, MCP_TOOLS
+from ipylsp.server.jupyter_ai import FUNCTIONS, MCP_TOOLS, ToolFailed
 from tests.real_servers import DATA_DIR, require, workspace, write
 
 
@@ -78,5 +78,30 @@ def test_a_call_answers_from_the_server_extensions_service(served: Path) -> None
     ]
     direct = asyncio.run(FUNCTIONS["lsp_check"](path="app.py", content="count: int = 3\n"))
     assert direct == "fixed 1 error in app.py\n(proposed content; nothing was written)"
-    refused = asyncio.run(FUNCTIONS["lsp_check"](path="/etc/hostname"))
-    assert refused.startswith("error [outside_workspace]: /etc/hostname is outside the workspace")
+    with pytest.raises(ToolFailed) as refused:  # marked failed, never an answer
+        asyncio.run(FUNCTIONS["lsp_check"](path="/etc/hostname"))
+    assert str(refused.value).startswith(
+        "error [outside_workspace]: /etc/hostname is outside the workspace"
+    )
+
+
+@pytest.mark.real
+def test_a_failed_call_is_marked_failed(served: Path) -> None:
+    """`error [...]` as a plain answer would read as success (`isError` false): it is raised,
+    and the MCP server marks the call failed with the tool's own error line."""
+    server_module = pytest.importorskip("mcp.server.mcpserver")
+    server = server_module.MCPServer("jupyter-ai-like")
+    for function in FUNCTIONS.values():
+        server.add_tool(function)
+    exceptions = pytest.importorskip("mcp.server.mcpserver.exceptions")
+    # an anticipated failure: the server answers `isError` with this very text (an unexpected
+    # one would say only "Error executing tool lsp_check")
+    with pytest.raises(exceptions.ToolError) as failed:
+        asyncio.run(server.call_tool("lsp_check", {"path": "../outside.py"}))
+    assert not isinstance(failed.value, exceptions.UnexpectedToolError)
+    assert str(failed.value).startswith(  # the SDK's prefix, then the tool's own line
+        "Error executing tool lsp_check: error [outside_workspace]: ../outside.py is outside "
+        "the workspace"
+    )
+    with pytest.raises(ToolFailed, match=r"^error \[outside_workspace\]"):
+        asyncio.run(FUNCTIONS["lsp_check"](path="../outside.py"))

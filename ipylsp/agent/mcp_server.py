@@ -56,6 +56,25 @@ class SdkMissing(ImportError):
     """The `mcp` extra is not installed."""
 
 
+def failure_bases() -> tuple[type[Exception], ...]:
+    """The exception classes MCP servers take for an anticipated tool failure (the call marked
+    failed, `isError`, with the exception's message as its text): the official SDK's (2.x
+    `mcpserver`, 1.x `fastmcp`) and the `fastmcp` package's (Jupyter AI's), those installed.
+    Any other exception becomes an unexpected error whose text is only the tool's name."""
+    import importlib
+
+    bases: list[type[Exception]] = []
+    for module in ("mcp.server.mcpserver.exceptions", "mcp.server.fastmcp.exceptions",
+                   "fastmcp.exceptions"):
+        try:
+            found = importlib.import_module(module).ToolError
+        except (ImportError, AttributeError):
+            continue
+        if isinstance(found, type) and issubclass(found, Exception) and found not in bases:
+            bases.append(found)
+    return tuple(bases) or (Exception,)
+
+
 def build_server(toolbox: Toolbox) -> Server[Any]:
     """The MCP server for `toolbox`'s tools; run it on any transport."""
     try:

@@ -4,7 +4,8 @@ each schema from the function's signature. The functions are made from the one t
 (`agent.registry.TOOLS`), so names, arguments and texts are the same as on every surface.
 
 They answer from the ipylsp server extension's Service when it is loaded (the same Jupyter
-server), else from the process-wide one rooted at the current directory.
+server), else from the process-wide one rooted at the current directory. A failed call raises
+`ToolFailed` with the tool's error line, so the MCP server marks it failed.
 """
 
 from __future__ import annotations
@@ -14,12 +15,22 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal
 
+from ipylsp.agent.mcp_server import failure_bases
 from ipylsp.agent.registry import TOOLS, Tool
 from ipylsp.agent.toolbox import Toolbox
 
 ToolFunction = Callable[..., Awaitable[str]]
 
 _JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool, "number": float}
+
+
+ToolFailed: type[Exception] = type("ToolFailed", failure_bases(), {
+    "__module__": __name__,
+    "__doc__": "A tool call that failed, its message the tool's `error [code]: what to do "
+    "next` line: raised as the MCP servers' own anticipated failure, so that the one calling "
+    "the function marks the call failed (`isError`) and shows the line, where a returned "
+    "text would read as success.",
+})
 
 
 def _toolbox() -> Toolbox:
@@ -56,6 +67,8 @@ def _function(tool: Tool) -> ToolFunction:
     async def call(**arguments: Any) -> str:
         given = {name: value for name, value in arguments.items() if value is not None}
         result = await asyncio.to_thread(_toolbox().call, tool.name, given)
+        if not result.ok:  # the MCP server that calls it marks the call failed (isError)
+            raise ToolFailed(result.text)
         return result.text
 
     call.__name__ = call.__qualname__ = tool.name
