@@ -11,6 +11,7 @@ import asyncio
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +23,10 @@ from typing import Any
 import pytest
 
 from ipylsp.agent import tool_schemas
+from ipylsp.lsp.procfs import descendants, wait_exited
+from ipylsp.lsp.procfs import running as is_running
 from ipylsp.server.handlers import NO_TOKEN
+from tests.conftest import cmdline
 from tests.real_servers import DATA_DIR, require
 
 pytestmark = pytest.mark.real
@@ -46,11 +50,11 @@ def _status(port: int, headers: dict[str, str]) -> int:
         conn.close()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+def _start(base: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """A real `jupyter server` with the extension on a git workspace holding app.py (its log
+    in `base/server.log`), answering."""
     require("ty")
     require("ruff")
-    base = tmp_path_factory.mktemp("jupyter")
     root = base / "root"
     root.mkdir()
     subprocess.run(["git", "init", "-q", str(root)], check=True)
@@ -61,35 +65,45 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path
         f"c.IPyLSP.data_dir = {str(DATA_DIR)!r}\n"
     )
     port = _free_port()
-    log = (base / "server.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", "--no-browser", f"--config={config}",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={TOKEN}",
-         "--ServerApp.allow_root=True"],
-        stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config")},
-    )
+    with (base / "server.log").open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", "--no-browser", f"--config={config}",
+             f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+             "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}",
+             f"--IdentityProvider.token={TOKEN}", "--ServerApp.allow_root=True"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config")},
+        )
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None, (base / "server.log").read_text()[-3000:]
+        try:
+            if _status(port, {"Authorization": f"token {TOKEN}"}) == 200:
+                return process, port, root
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError("jupyter server did not answer within 60 s")
+        time.sleep(0.1)  # polling a starting process: nothing to wait on instead
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (base / "server.log").read_text()[-3000:]
-            try:
-                if _status(port, {"Authorization": f"token {TOKEN}"}) == 200:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "jupyter server did not answer within 60 s"
-            time.sleep(0.1)  # polling a starting process: nothing to wait on instead
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+    process, port, root = _start(tmp_path_factory.mktemp("jupyter"))
+    try:
         yield port, root
     finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+        _stop(process)
 
 
 async def _session(url: str, headers: dict[str, str]) -> tuple[list[str], Any, Any]:
@@ -157,3 +171,30 @@ def test_mcp_over_http_with_the_token_in_the_url(server: tuple[int, Path]) -> No
     assert names == [t["name"] for t in tool_schemas("mcp")]
     assert not checked.is_error and "app.py" in checked.content[0].text  # new, or known
     assert refused.is_error
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_server_that_served_mcp_stops_at_once_and_cleanly(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    """JupyterHub stops a user's server with SIGINT (SIGTERM elsewhere): after MCP calls it
+    stops as promptly as without them (a worker thread of ours used to keep it alive until
+    it was killed), with its servers gone and its status file removed."""
+    process, port, _ = _start(tmp_path)
+    try:
+        names, checked, _ = asyncio.run(
+            _session(f"http://127.0.0.1:{port}/ipylsp/mcp", {"Authorization": f"token {TOKEN}"})
+        )
+        assert "lsp_check" in names and not checked.is_error
+        servers = {p: Path(cmdline(p).split()[0]).name for p in descendants(process.pid)}
+        running = [p for p, name in servers.items() if name in ("ty", "ruff")]
+        assert sorted(servers[p] for p in running) == ["ruff", "ty"]  # they answered
+        process.send_signal(signum)
+        assert process.wait(30) == 0, (tmp_path / "server.log").read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    wait_exited(running, 10)  # the stop ended them; a reaped process may linger a moment
+    assert [p for p in running if is_running(p)] == []  # its servers are gone with it
+    assert not list((DATA_DIR / "run").glob(f"status-{process.pid}-*.json"))

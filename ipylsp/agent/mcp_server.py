@@ -20,15 +20,16 @@ the HTTP routes, as the MIME bundle keeps `application/json` out for the same re
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ipylsp._version import __version__
 from ipylsp.agent.schemas import tool_schemas
@@ -56,6 +57,9 @@ class SdkMissing(ImportError):
     """The `mcp` extra is not installed."""
 
 
+T = TypeVar("T")
+
+
 def failure_bases() -> tuple[type[Exception], ...]:
     """The exception classes MCP servers take for an anticipated tool failure (the call marked
     failed, `isError`, with the exception's message as its text): the official SDK's (2.x
@@ -75,10 +79,41 @@ def failure_bases() -> tuple[type[Exception], ...]:
     return tuple(bases) or (Exception,)
 
 
+async def _in_daemon_thread(call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)` on a daemon thread of its own, awaited. Not anyio's worker threads: they
+    are not daemons, and one left idle after the event loop stopped kept a Jupyter server
+    that had answered an MCP call alive after SIGINT until it was killed (60 s on
+    JupyterHub). A call takes at most its budget; a thread still running at exit is a
+    daemon and does not hold the interpreter."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: T | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(cast("T", value))
+
+    def run() -> None:
+        try:
+            value = call(*args)
+        except BaseException as exc:  # handed to the awaiting task, raised there
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, value, None)
+
+    threading.Thread(target=run, name="ipylsp-mcp-call", daemon=True).start()
+    return await done
+
+
 def build_server(toolbox: Toolbox) -> Server[Any]:
     """The MCP server for `toolbox`'s tools; run it on any transport."""
     try:
-        import anyio.to_thread
+        import anyio
         import mcp_types as types
         from mcp.server.lowlevel import Server
     except ImportError as exc:
@@ -96,7 +131,8 @@ def build_server(toolbox: Toolbox) -> Server[Any]:
     ) -> types.CallToolResult:
         # Not abandoned when cancelled (the client went away or gave up): the thread ends
         # within the check's budget, and the Service must not close under it.
-        result = await anyio.to_thread.run_sync(toolbox.call, params.name, params.arguments or {})
+        with anyio.CancelScope(shield=True):
+            result = await _in_daemon_thread(toolbox.call, params.name, params.arguments or {})
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result.text)], is_error=not result.ok
         )
