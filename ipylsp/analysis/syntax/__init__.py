@@ -20,8 +20,8 @@ Positions are 0-based lines and code-point columns in the LSP sense of lines (`\
 `\\r`), whatever each parser counts internally. Each diagnostic has severity ERROR (WARNING for
 Python syntax warnings), source `SOURCE` and server id `SERVER_ID`.
 
-Modules: `common` (source, server id, positions, diagnostics), `python` and `data` (the
-checkers per format family); the dispatch by file name is here.
+Modules: `checker` (what a checker is; source, server id, positions, diagnostics), `python`
+and `data` (the checkers per format family); the dispatch by file name is here.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ipylsp.analysis.syntax.common import MAX_DIAGNOSTICS, SERVER_ID, SOURCE
-from ipylsp.analysis.syntax.common import Checker as Checker
-from ipylsp.analysis.syntax.common import offset_to_position as offset_to_position
+from ipylsp.analysis.syntax.checker import MAX_DIAGNOSTICS, SERVER_ID, SOURCE
+from ipylsp.analysis.syntax.checker import Checker as Checker
+from ipylsp.analysis.syntax.checker import offset_to_position as offset_to_position
 from ipylsp.analysis.syntax.data import (
     check_json,
     check_json_lines,

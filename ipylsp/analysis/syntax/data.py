@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from ipylsp.analysis.syntax.common import BOM, MAX_DIAGNOSTICS, offset_to_position, point
+from ipylsp.analysis.syntax.checker import BOM, MAX_DIAGNOSTICS, offset_to_position, point
 from ipylsp.model.diagnostics import Diagnostic
 from ipylsp.model.positions import split_lines
 

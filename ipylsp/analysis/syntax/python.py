@@ -11,7 +11,7 @@ import functools
 import re
 import warnings
 
-from ipylsp.analysis.syntax.common import (
+from ipylsp.analysis.syntax.checker import (
     BOM,
     MAX_DIAGNOSTICS,
     make_diagnostic,

@@ -1,4 +1,5 @@
-"""What every syntax checker shares: the source and server id, the cap, positions, diagnostics.
+"""What a syntax checker is (`Checker`: a text in, its parse errors out) and what every one
+shares: the source and server id, the cap, positions, diagnostics.
 
 Its own module so that the per-format checkers (`python`, `data`) and the dispatch in the
 package share these without importing each other.
