@@ -20,7 +20,7 @@ from ipylsp.lsp import protocol
 from ipylsp.lsp.client import FILE_DELETED, ClientError, LanguageClient
 from ipylsp.lsp.requests import FEATURES, Feature, FeatureResult, Query
 from ipylsp.lsp.requests.request import At, supports
-from ipylsp.model.answers import Location, Symbol
+from ipylsp.model.answers import Location
 from ipylsp.model.diagnostics import Unknown, UnknownReason
 from ipylsp.model.positions import word_at
 from ipylsp.model.server_spec import ServerSpec
@@ -31,7 +31,7 @@ from ipylsp.service.state import ServiceState
 
 A = TypeVar("A")
 
-__all__ = ["FEATURES", "Feature", "FeatureResult", "request_feature", "resync"]
+__all__ = ["FEATURES", "Feature", "FeatureResult", "feature_of", "request_feature", "resync"]
 
 
 def feature_of(kind: str | Feature[A]) -> Feature[Any]:
@@ -202,5 +202,3 @@ async def _ask_one(
         return None
     return FeatureResult(feature.kind, answer=answer, server_id=spec.id)
 
-
-__all__ += ["Location", "Symbol", "feature_of"]

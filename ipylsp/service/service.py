@@ -79,16 +79,12 @@ class Service:
     def settings(self) -> Settings:
         return self._state.settings
 
-    @property
-    def _settings(self) -> Settings:
-        return self._state.settings
-
     def configure(self, **changes: Any) -> Settings:
         """Change settings at once (e.g. from `%config`); running servers keep running."""
         self._state.configure(replace(self._state.settings, **changes))
         if self._cells is not None:
-            self._cells.cap = self._settings.cell_history
-        return self._settings
+            self._cells.cap = self.settings.cell_history
+        return self.settings
 
     # -- servers (`admin.control`) ----------------------------------------------------------
 
@@ -98,7 +94,7 @@ class Service:
 
     def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
         """Start (or confirm) every server that serves `path`; one status line per server."""
-        budget = self._settings.wait_budget if timeout is None else float(timeout)
+        budget = self.settings.wait_budget if timeout is None else float(timeout)
         return self._control.start(self._normalize(path), budget)
 
     def starting(self, path: str | os.PathLike[str]) -> bool:
@@ -199,7 +195,7 @@ class Service:
         `brief`: a short `timeout` on purpose, while servers start (a cell's first checks):
         what the servers do not answer in it counts neither as a timeout nor as a start that
         outlived a budget."""
-        budget = self._settings.wait_budget if timeout is None else float(timeout)
+        budget = self.settings.wait_budget if timeout is None else float(timeout)
         if not files:
             return Report()
         deadline = time.monotonic() + budget
@@ -215,7 +211,7 @@ class Service:
         except LoopTimeout:
             rows = None
             result = batch.BatchResult(files=failed_files(
-                (f.path for f in files), self._settings.workspace_markers,
+                (f.path for f in files), self.settings.workspace_markers,
                 UnknownReason.TIMED_OUT, "check timed out",
             ))
         notes = list(result.notes)
@@ -226,11 +222,11 @@ class Service:
             notes.append(
                 f"{checked} of {len(files)} files checked (IPyLSP.max_files_per_check; files "
                 f"that existed before first, then new ones); {len(result.rest)} not checked "
-                f"yet: `%lsp check` checks the next {self._settings.max_files_per_check}"
+                f"yet: `%lsp check` checks the next {self.settings.max_files_per_check}"
             )
         report = Report(
             files=tuple(result.files),
-            root=common_root((r.path for r in result.files), self._settings.workspace_markers),
+            root=common_root((r.path for r in result.files), self.settings.workspace_markers),
             notes=tuple(notes),
             unknown=tuple(result.unknown),
         )
@@ -247,9 +243,9 @@ class Service:
             if self._cells is None:
                 from ipylsp.servers.executables import data_dir
 
-                self._cells = CellSession(self, cap=self._settings.cell_history,
-                                          markers=self._settings.workspace_markers,
-                                          private_parent=data_dir(self._settings))
+                self._cells = CellSession(self, cap=self.settings.cell_history,
+                                          markers=self.settings.workspace_markers,
+                                          private_parent=data_dir(self.settings))
             return self._cells
 
     def subscribe(self, callback: Subscriber) -> None:
@@ -309,12 +305,12 @@ class Service:
             with deadline_scope(deadline):
                 result = await batch.check(
                     self._checker, files, deadline, budget=budget,
-                    limit=self._settings.max_files_per_check, brief=brief,
+                    limit=self.settings.max_files_per_check, brief=brief,
                 )
         except Exception as exc:  # the kernel must never see our bugs as its own
             log.exception("check of %d files failed", len(files))
             return batch.BatchResult(files=failed_files(
-                (f.path for f in files), self._settings.workspace_markers,
+                (f.path for f in files), self.settings.workspace_markers,
                 UnknownReason.FAILED, repr(exc),
             ))
         self._late.adopt(result.late)
@@ -338,7 +334,7 @@ class Service:
 
         with contextlib.suppress(Exception):  # the report is ready: never fail the caller here
             write_status(
-                data_dir(self._settings), id(self), self.status() if rows is None else rows,
+                data_dir(self.settings), id(self), self.status() if rows is None else rows,
                 errors=self.error_count(),
             )
 
@@ -397,7 +393,7 @@ class Service:
         feature = feature_of(kind)
         if not isinstance(line, int) or not isinstance(column, int) or line < 0 or column < 0:
             raise ValueError("line and column must be non-negative integers")
-        budget = self._settings.wait_budget if timeout is None else float(timeout)
+        budget = self.settings.wait_budget if timeout is None else float(timeout)
         deadline = time.monotonic() + budget
         coro = self._feature(
             feature, self._normalize(path), line, column, deadline,
@@ -438,11 +434,11 @@ class Service:
         the current one, for every stored file under it), marked cached and maybe stale."""
         if cached:
             where = self._normalize(path if path is not None else os.getcwd())
-            return stored_report(self._state.answers, where, self._settings.workspace_markers)
+            return stored_report(self._state.answers, where, self.settings.workspace_markers)
         known = self._state.known
         paths = [self._normalize(path)] if path is not None else sorted(known)
         return known_report(
-            known, paths, self._settings.workspace_markers,
+            known, paths, self.settings.workspace_markers,
             lambda file, server, text: self._state.answers.cached(file, server, text, ""),
         )
 
@@ -462,7 +458,7 @@ class Service:
             with contextlib.suppress(Exception):
                 loop.run(self._late.close(), 5)
             with contextlib.suppress(Exception):
-                loop.run(self._state.pool.close(), self._settings.shutdown_grace * 2 + 5)
+                loop.run(self._state.pool.close(), self.settings.shutdown_grace * 2 + 5)
             loop.stop()
         self._state.close()
         if self._cells is not None:
@@ -470,7 +466,7 @@ class Service:
         from ipylsp.servers.executables import data_dir
         from ipylsp.service.runtime.status_file import remove_status
 
-        remove_status(data_dir(self._settings), id(self))
+        remove_status(data_dir(self.settings), id(self))
 
     def __enter__(self) -> Service:
         return self

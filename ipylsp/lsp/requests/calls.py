@@ -63,24 +63,18 @@ async def calls(
         own = _item_symbol(item, columns)
         if own is not None:
             found.append(own)
-        if direction == "incoming":
-            answer = await ask(
-                client,
-                t.CALL_HIERARCHY_INCOMING_CALLS,
-                t.CallHierarchyIncomingCallsParams(item=item),
-                t.CallHierarchyIncomingCallsResponse,
-                timeout,
+        if direction == "incoming":  # (method, params, response, the other end of a call)
+            method, params_type, response, end = (
+                t.CALL_HIERARCHY_INCOMING_CALLS, t.CallHierarchyIncomingCallsParams,
+                t.CallHierarchyIncomingCallsResponse, "from_",
             )
-            others = [call.from_ for call in answer or ()]
         else:
-            answer = await ask(
-                client,
-                t.CALL_HIERARCHY_OUTGOING_CALLS,
-                t.CallHierarchyOutgoingCallsParams(item=item),
-                t.CallHierarchyOutgoingCallsResponse,
-                timeout,
+            method, params_type, response, end = (
+                t.CALL_HIERARCHY_OUTGOING_CALLS, t.CallHierarchyOutgoingCallsParams,
+                t.CallHierarchyOutgoingCallsResponse, "to",
             )
-            others = [call.to for call in answer or ()]
+        answer = await ask(client, method, params_type(item=item), response, timeout)
+        others = [getattr(call, end) for call in answer or ()]
         for other in others[:MAX_ITEMS]:
             symbol = _item_symbol(other, columns, depth=1)
             if symbol is not None:

@@ -60,10 +60,13 @@ async def ask(
 class Columns:
     """Wire columns -> code points, one `LineIndex` per file an answer points into."""
 
-    def __init__(self, encoding: Encoding, texts: TextSource, known: At) -> None:
+    def __init__(self, encoding: Encoding, texts: TextSource, known: At | None = None) -> None:
+        """`known`: the queried document, whose text the server has (not read again)."""
         self._encoding = encoding
         self._texts = texts
-        self._indexes: dict[Path, LineIndex] = {known.path: LineIndex(known.text)}
+        self._indexes: dict[Path, LineIndex] = (
+            {known.path: LineIndex(known.text)} if known is not None else {}
+        )
 
     def column(self, path: Path, line: int, units: int) -> int:
         index = self._indexes.get(path)

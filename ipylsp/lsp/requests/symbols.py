@@ -11,7 +11,7 @@ from ipylsp.lsp import protocol
 from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.documents import uri_to_path
 from ipylsp.lsp.requests.feature import Feature, Query, register
-from ipylsp.lsp.requests.request import MAX_ITEMS, TextSource, ask, document
+from ipylsp.lsp.requests.request import MAX_ITEMS, Columns, TextSource, ask, document
 from ipylsp.model.answers import Symbol
 from ipylsp.model.diagnostics import display_path
 from ipylsp.model.positions import Encoding, LineIndex
@@ -67,7 +67,7 @@ async def workspace_symbols(
         t.WorkspaceSymbolResponse,
         timeout,
     )
-    indexes: dict[Path, LineIndex] = {}
+    columns = Columns(client.encoding, texts)
     found: list[Symbol] = []
     for item in list(answer or ())[:MAX_ITEMS]:
         location = item.location
@@ -75,16 +75,13 @@ async def workspace_symbols(
         path = uri_to_path(location.uri)
         if path is None or rng is None:  # a location without a range needs a resolve
             continue
-        index = indexes.get(path)
-        if index is None:
-            index = indexes[path] = LineIndex(texts(path) or "")
         start = rng.start
         found.append(
             Symbol(
                 name=item.name,
                 kind=protocol.enum_name(t.SymbolKind, item.kind) or "symbol",
                 line=start.line,
-                column=index.to_column(start.line, start.character, client.encoding),
+                column=columns.column(path, start.line, start.character),
                 path=path,
                 container=item.container_name,
             )

@@ -22,8 +22,7 @@ from pathlib import Path
 from ipylsp.analysis.naturalsort import natural_key
 from ipylsp.lsp.client import FILE_CREATED, ClientError
 from ipylsp.model.diagnostics import FileReport, Unknown, UnknownReason, display_path
-from ipylsp.service.check import elsewhere
-from ipylsp.service.check import server_run as runs_mod
+from ipylsp.service.check import elsewhere, server_run
 from ipylsp.service.check.file_reports import merge_reports
 from ipylsp.service.check.files import Checker, FilePlan, ServerOutcome
 from ipylsp.service.check.server_run import Job, ServerRun
@@ -113,7 +112,7 @@ async def check(
         await elsewhere.sync_written(checker.state.pool, {p.path: p.new_text for p in written})
     except Exception:
         log.exception("syncing %d written files failed", len(written))
-    runs = await runs_mod.start_runs(checker, lookups, plans, deadline)
+    runs = await server_run.start_runs(checker, lookups, plans, deadline)
     try:
         if runs:
             await asyncio.wait([r.task for r in runs if r.task is not None],
