@@ -387,7 +387,7 @@ def test_message_whitespace_is_normalized() -> None:
         {"severity": Severity.WARNING},
         {"code": "other"},
         {"server": "ty"},
-        {"message": "something else"},
+        {"message": "something else", "code": None},
     ],
 )
 def test_identity_differences_are_new(changed: dict[str, object]) -> None:
@@ -395,11 +395,98 @@ def test_identity_differences_are_new(changed: dict[str, object]) -> None:
     values: dict[str, object] = {"code": "c", "severity": Severity.ERROR, "server": "pyright"}
     message = str(changed.pop("message", "m"))
     values.update(changed)
-    old = diag(0, 4, 7, "m", code="c")
+    old = diag(0, 4, 7, "m", code=None if changed.get("code", "c") is None else "c")
     new = diag(0, 4, 7, message, **values)  # type: ignore[arg-type]
     delta = compute_delta(text, text, [old], [new])
     assert delta.introduced == (new,)
     assert delta.fixed == (old,)
+
+
+# --- a reworded problem is the same problem ---------------------------------------------------
+
+CYCLE = "reportImportCycles"
+
+
+def cycle(line: int, *chain: str) -> Diagnostic:
+    """basedpyright's import-cycle error on `import b`, naming `chain`."""
+    message = "Cycle detected in import chain\n" + "\n".join(f"  /ws/{m}.py" for m in chain)
+    return diag(line, 0, 8, message, code=CYCLE, server="basedpyright")
+
+
+ASSIGN = "reportAssignmentType"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "old", "new"),
+    [
+        pytest.param("import b\n\nX = 1\n", "# a comment\nimport b\n\nX = 1\n",
+                     cycle(0, "a", "b", "a"), cycle(1, "b", "c", "b"), id="another-chain"),
+        pytest.param("import b\nimport os\nimport sys\n", "import os\nimport sys\nimport b\n",
+                     cycle(0, "a", "b", "a"), cycle(2, "b", "c", "b"), id="its-line-moved"),
+        pytest.param("x: int = f()  # first\n", "x: int = f()  # second\n",
+                     diag(0, 9, 12, 'Type "str" is not assignable to "int"', code=ASSIGN),
+                     diag(0, 9, 12, 'Type "bytes" is not assignable to "int"', code=ASSIGN),
+                     id="its-line-edited-outside-its-range"),
+    ],
+)
+def test_a_reworded_problem_is_the_same_problem(
+    before: str, after: str, old: Diagnostic, new: Diagnostic
+) -> None:
+    delta = compute_delta(before, after, [old], [new])
+    assert (delta.introduced, delta.fixed, delta.persisting) == ((), (), (new,))
+
+
+@pytest.mark.parametrize(
+    ("after", "new"),
+    [
+        pytest.param("# a comment\nimport b\n\nX = 1\n",
+                     diag(1, 0, 8, "Import cycle", code="reportOther", server="basedpyright"),
+                     id="another-code-same-place"),
+        pytest.param("# a comment\nimport b\n\nX = 1\n",
+                     diag(1, 0, 8, "Import cycle", server="basedpyright"), id="no-code"),
+        pytest.param("# a comment\nimport b\n\nX = 1\n",
+                     diag(1, 0, 8, "Import cycle", code=CYCLE, server="pyright"),
+                     id="another-server"),
+        pytest.param("# a comment\nimport b\n\nX = 1\n", cycle(3, "b", "a", "b"),
+                     id="another-place"),
+        pytest.param("# a comment\nimport c\n\nX = 1\n", cycle(1, "c", "a", "c"),
+                     id="its-own-text-replaced"),
+    ],
+)
+def test_near_misses_of_a_reworded_message_stay_distinct(after: str, new: Diagnostic) -> None:
+    before = "import b\n\nX = 1\n"
+    old = cycle(0, "a", "b", "a") if new.code or new.server_id != "basedpyright" else diag(
+        0, 0, 8, "Cycle detected", server="basedpyright"
+    )
+    delta = compute_delta(before, after, [old], [new])
+    assert (delta.introduced, delta.fixed) == ((new,), (old,))
+
+
+# clangd folds each note and its position into the message (relatedInformation off).
+INCOMPLETE = "Incomplete definition of type 'struct Foo'\n\nbuf.c:{}: note: forward declaration"
+FORWARD = "Forward declaration of 'struct Foo'\n\nbuf.c:{}: error: incomplete definition"
+
+
+def clang(line: int, column: int, end: int, message: str, code: str | None = None) -> Diagnostic:
+    return Diagnostic(Range.of(line, column, line, end), Severity.ERROR, message, source="clang",
+                      code=code, server_id="clangd")
+
+
+def test_a_moved_line_carries_its_problems_whatever_positions_their_messages_quote() -> None:
+    before = "struct Foo;\nint use(struct Foo *f) {\n  int r = 0;\n  r += f->x;\n  return r;\n}\n"
+    after = "struct Foo;\nint use(struct Foo *f) {\n  r += f->x;\n  int r = 0;\n  return r;\n}\n"
+    baseline = [clang(3, 8, 10, INCOMPLETE.format("1:8"), "typecheck_incomplete_tag"),
+                clang(0, 7, 10, FORWARD.format("4:9"))]
+    current = [clang(2, 8, 10, INCOMPLETE.format("1:8"), "typecheck_incomplete_tag"),
+               clang(0, 7, 10, FORWARD.format("3:9"))]
+    delta = compute_delta(before, after, baseline, current)
+    assert (delta.introduced, delta.fixed) == ((), ())
+    # lines inserted above everything move both quoted positions
+    shifted = "// one\n// two\n" + before
+    current = [clang(5, 8, 10, INCOMPLETE.format("3:8"), "typecheck_incomplete_tag"),
+               clang(2, 7, 10, FORWARD.format("6:9"))]
+    delta = compute_delta(before, shifted, baseline, current)
+    assert (delta.introduced, delta.fixed) == ((), ())
 
 
 def test_moved_function_keeps_its_errors() -> None:
@@ -438,6 +525,9 @@ def test_normalize_message_and_identity() -> None:
     assert normalize_message("  a\n\tb  ") == "a b"
     assert normalize_message("declared on line 12, column 3") == "declared on line #, column #"
     assert normalize_message("Line too long (95 > 88)") == "Line too long (95 > 88)"
+    assert normalize_message("x\n\nbufferutil.c:101:45: note: y") == "x bufferutil.c:#:#: note: y"
+    assert normalize_message("see /a/b.hpp:7 and a.py:3:") == "see /a/b.hpp:# and a.py:#:"
+    assert normalize_message("at 12:30, ratio 1.5:3") == "at 12:30, ratio 1.5:3"
     assert identity(undefined(0, 0)) == (
         1,
         "reportUndefinedVariable",

@@ -32,9 +32,11 @@ Algorithm
    text are clamped to it first.
 
 2. **Match by identity, as multisets.** Identity is (severity, code, server, source, message)
-   with the message whitespace-collapsed and "line 12"/"column 3" references masked (their
-   numbers move with the edit). Each current diagnostic matches at most one baseline
-   diagnostic and vice versa, in four rounds, each only among what the earlier rounds left:
+   with the message whitespace-collapsed and the positions it quotes masked: "line 12" /
+   "column 3" references and ``file.c:101:45``-style places (clangd folds a note and its
+   position into the message; their numbers move with the edit). Each current diagnostic
+   matches at most one baseline diagnostic and vice versa, in six rounds, each only among
+   what the earlier rounds left:
 
    a. *exact*: identity and the remapped range are equal;
    b. *same line*: identity equal, the baseline range survived and the current diagnostic
@@ -43,10 +45,17 @@ Algorithm
       elsewhere), or a name whose column moved in a way the character diff did not follow;
    c. *same line, numbers masked*: as (b), for diagnostics that have a code, comparing messages
       with every digit run masked ("Line too long (95 > 88)" after the line grew);
-   d. *moved*: a baseline diagnostic whose line did not stay unchanged (deleted, replaced, or
+   d. *reworded*: for diagnostics that have a code, identity but the message equal, the
+      remapped range equal to the current one and the text inside it unchanged: the same
+      problem at the same place, told in other words (basedpyright names another chain in
+      "Cycle detected in import chain"; a message that names a type the write changed
+      elsewhere);
+   e. *moved*: a baseline diagnostic whose line did not stay unchanged (deleted, replaced, or
       paired with a changed line) matches a current one on a *new* line whose text equals the
       old line's text but for indentation, at the same column relative to the indentation and
-      with the same shape — a block moved, or re-indented into a new `if`.
+      with the same shape — a block moved, or re-indented into a new `if`;
+   f. *moved, reworded*: as (e), for diagnostics that have a code, identity but the message
+      equal.
 
    Whatever remains of current is introduced; whatever remains of the baseline is fixed.
 
@@ -55,8 +64,9 @@ Consequences and limits
 
 - Two identical errors before, one removed and one added elsewhere: the survivor matches
   exactly, the new one is reported, the removed one is fixed. Counts matter, not just keys.
-- A problem whose *message* changed is new, unless round (c) applies: the range survived,
-  same line, same code, messages differing only in numbers.
+- A problem whose *message* changed is new, unless round (c), (d) or (f) applies: it has a
+  code and stayed (or moved with its line), the text it points at unchanged. Another code,
+  severity or server, another place, or no code at all: a different problem.
 - A diagnostic whose own text the write replaced is not matched by position: if the problem
   is still there after the edit, it is reported again (the write touched it, and "your edit
   did not fix this" is what the caller needs to hear). `x = foo(1)` -> `x = bar(1)` with
@@ -105,6 +115,8 @@ class Delta:
 
 
 _POSITION_REF = re.compile(r"\b(lines?|columns?|col|ln)(\s+)\d+", re.IGNORECASE)
+_QUOTED_PLACE = re.compile(r"(\w\.[A-Za-z]\w*):\d+(:\d+)?\b")
+"""A place quoted as ``name.ext:line[:column]`` (clangd's folded notes, compilers' output)."""
 _HAS_DIGIT = re.compile(r"\d").search
 _DIGITS = re.compile(r"\d+")
 
@@ -114,11 +126,17 @@ MoveKey = tuple[Identity, str, int, tuple[int, int]]
 
 
 def normalize_message(message: str) -> str:
-    """Whitespace collapsed, line/column references ("on line 12") masked."""
+    """Whitespace collapsed, quoted positions masked: line/column references ("on line 12")
+    and places (``bufferutil.c:101:45`` -> ``bufferutil.c:#:#``)."""
     collapsed = " ".join(message.split())
     if _HAS_DIGIT(collapsed):
+        collapsed = _QUOTED_PLACE.sub(_mask_place, collapsed)
         return _POSITION_REF.sub(r"\1\2#", collapsed)
     return collapsed
+
+
+def _mask_place(match: re.Match[str]) -> str:
+    return f"{match[1]}:#" + (":#" if match[2] else "")
 
 
 def identity(diagnostic: Diagnostic) -> Identity:
@@ -206,8 +224,23 @@ def _mask(ident: Identity) -> Identity:
     return (*ident[:4], _DIGITS.sub("#", ident[4]))
 
 
+def _unworded(ident: Identity) -> Identity:
+    """Identity without the message: for diagnostics that have a code (`Identity[1]`)."""
+    return (*ident[:4], "")
+
+
+def _text_at(lines: Sequence[str], span: Span) -> str | None:
+    """The text a span covers (lines joined by "\\n"), None when it is not inside `lines`."""
+    sl, sc, el, ec = span
+    if not 0 <= sl <= el < len(lines):
+        return None
+    if sl == el:
+        return lines[sl][sc:ec]
+    return "\n".join((lines[sl][sc:], *lines[sl + 1 : el], lines[el][:ec]))
+
+
 class _Matcher:
-    """The four matching rounds over one pair of diagnostic lists."""
+    """The six matching rounds over one pair of diagnostic lists."""
 
     def __init__(
         self,
@@ -271,28 +304,54 @@ class _Matcher:
                 bucket.remove(best)
                 self._pair(i, best)
 
-    def moved(self) -> None:
+    def reworded(self) -> None:
+        """Same code, server and severity at the same remapped place, over the same text;
+        only the message differs."""
+        buckets: defaultdict[tuple[Identity, Span], list[int]] = defaultdict(list)
+        for j in reversed(range(len(self.current))):  # pop() yields the first given
+            if not self.done_c[j] and self.current[j].code:
+                buckets[(_unworded(self.ids_c[j]), _span(self.current[j].range))].append(j)
+        if not buckets:
+            return
+        for i, span in enumerate(self.mapped):
+            if self.done_b[i] or span is None or not self.baseline[i].code:
+                continue
+            bucket = buckets.get((_unworded(self.ids_b[i]), span))
+            if bucket and self._same_text(self.baseline[i].range, span):
+                self._pair(i, bucket.pop())
+
+    def _same_text(self, old: Range, new: Span) -> bool:
+        sl, sc = _clamp(old.start.line, old.start.column, self.old_lines)
+        el, ec = _clamp(old.end.line, old.end.column, self.old_lines)
+        before = _text_at(self.old_lines, (sl, sc, el, ec))
+        return before is not None and before == _text_at(self.new_lines, new)
+
+    def moved(self, *, reworded: bool) -> None:
+        """`reworded`: diagnostics with a code, matched without their message."""
+        def key(ident: Identity) -> Identity:
+            return _unworded(ident) if reworded else ident
+
         candidates: defaultdict[MoveKey, list[int]] = defaultdict(list)
         for j, d in enumerate(self.current):
             line = d.range.start.line
-            if self.done_c[j] or not 0 <= line < len(self.new_lines):
+            if self.done_c[j] or not 0 <= line < len(self.new_lines) or (reworded and not d.code):
                 continue
             if self.lmap.is_new_unchanged(line):
                 continue
             text = self.new_lines[line]
             relative = d.range.start.column - _indent(text)
-            candidates[(self.ids_c[j], text.strip(), relative, _shape(d.range))].append(j)
+            candidates[(key(self.ids_c[j]), text.strip(), relative, _shape(d.range))].append(j)
         if not candidates:
             return
         for i, d in enumerate(self.baseline):
             line = d.range.start.line
-            if self.done_b[i] or not 0 <= line < len(self.old_lines):
+            if self.done_b[i] or not 0 <= line < len(self.old_lines) or (reworded and not d.code):
                 continue
             if self.lmap.same(line) is not None:
                 continue
             text = self.old_lines[line]
             relative = d.range.start.column - _indent(text)
-            bucket = candidates.get((self.ids_b[i], text.strip(), relative, _shape(d.range)))
+            bucket = candidates.get((key(self.ids_b[i]), text.strip(), relative, _shape(d.range)))
             if bucket:
                 self._pair(i, bucket.pop(0))
 
@@ -319,7 +378,9 @@ def compute_delta(
     if not all(matcher.done_c) and not all(matcher.done_b):
         matcher.same_line(masked=False)
         matcher.same_line(masked=True)
-        matcher.moved()
+        matcher.reworded()
+        matcher.moved(reworded=False)
+        matcher.moved(reworded=True)
     done_c, done_b = matcher.done_c, matcher.done_b
     return Delta(
         introduced=tuple(d for j, d in enumerate(current) if not done_c[j]),
