@@ -84,6 +84,12 @@ class IPyLSP(Configurable):
         "write to them or above them (whoever that is, you vouch for them): a container's "
         "bind mount owned by the host's user, a WSL drive.",
     ).tag(config=True)
+    jupyter_ai_tools = Bool(
+        False, help="Serve the agent tools on jupyter-server-mcp's port (Jupyter AI's MCP "
+        "server, 3001 by default). That port has NO authentication: any process on the machine, "
+        "any other user of it, can call the tools and read the workspace's source. Read from the "
+        "Jupyter server's configuration; ipylsp's own /ipylsp/mcp needs the Jupyter token.",
+    ).tag(config=True)
     idle_timeout = Float(600.0, min=0, help="Seconds before an unused server is stopped.").tag(
         config=True
     )

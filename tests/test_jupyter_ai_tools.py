@@ -1,28 +1,85 @@
 """ipylsp's tools for Jupyter AI: the `jupyter_server_mcp.tools` entry point names one
-`module:function` per tool, and an MCP server that derives schemas from signatures (the
-SDK's `MCPServer`, as Jupyter AI's does) sees the same tools, arguments and answers as every
-other surface."""
+`module:function` per tool once `c.IPyLSP.jupyter_ai_tools` turns them on (none by default),
+and an MCP server that derives schemas from signatures (the SDK's `MCPServer`, as Jupyter AI's
+does) sees the same tools, arguments and answers as every other surface."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from jupyter_server.serverapp import ServerApp
+from traitlets.config import Config
 
 from ipylsp.agent import TOOLS, tool_schemas
 from ipylsp.model.settings import Settings
 from ipylsp.server import state
-from ipylsp.server.jupyter_ai import FUNCTIONS, MCP_TOOLS, ToolFailed
+from ipylsp.server.jupyter_ai import FUNCTIONS, MCP_TOOLS, TURN_ON, ToolFailed
 from tests.real_servers import DATA_DIR, require, workspace, write
 
 
-def test_the_entry_point_lists_every_tool() -> None:
+@pytest.fixture
+def jupyter_server(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., ServerApp]]:
+    """The running Jupyter server as the entry point finds it (the ServerApp singleton), made
+    with the given configuration; its log captured."""
+
+    def make(**ipylsp: Any) -> ServerApp:
+        server = ServerApp.instance(config=Config({"IPyLSP": ipylsp}))
+        server.log = logging.getLogger("test-jupyter-server")
+        return server
+
+    caplog.set_level(logging.INFO, logger="test-jupyter-server")
+    try:
+        yield make
+    finally:
+        ServerApp.clear_instance()
+
+
+def _entry_point() -> Callable[[], list[str]]:
     [point] = [e for e in entry_points(group="jupyter_server_mcp.tools") if e.name == "ipylsp"]
-    listed = point.load()
+    loaded = point.load()
+    assert callable(loaded)  # jupyter-server-mcp calls it, without arguments, as it starts
+    return cast("Callable[[], list[str]]", loaded)
+
+
+def test_the_entry_point_serves_nothing_by_default(
+    jupyter_server: Callable[..., ServerApp], caplog: pytest.LogCaptureFixture
+) -> None:
+    """jupyter-server-mcp's port has no authentication: no tool there unless turned on, and
+    the server's log says how."""
+    assert _entry_point()() == []  # no Jupyter server at all
+    jupyter_server()
+    assert _entry_point()() == []
+    assert [r.levelname for r in caplog.records] == ["INFO"]
+    assert "no authentication" in caplog.text and TURN_ON in caplog.text
+    caplog.clear()
+    ServerApp.clear_instance()
+    jupyter_server(jupyter_ai_tools=False)
+    assert _entry_point()() == []
+
+
+def test_a_bad_setting_serves_nothing_and_says_why(
+    jupyter_server: Callable[..., ServerApp], caplog: pytest.LogCaptureFixture
+) -> None:
+    jupyter_server(jupyter_ai_tools=True, language_servers={"python": "ty"})
+    assert _entry_point()() == []
+    assert [r.levelname for r in caplog.records] == ["ERROR"]
+    assert "IPyLSP.language_servers['python'] must be a list" in caplog.text
+
+
+def test_the_entry_point_lists_every_tool_once_turned_on(
+    jupyter_server: Callable[..., ServerApp], caplog: pytest.LogCaptureFixture
+) -> None:
+    jupyter_server(jupyter_ai_tools=True)
+    listed = _entry_point()()
+    assert [r.levelname for r in caplog.records] == ["WARNING"]  # no authentication there
+    assert "no authentication" in caplog.text
     assert listed == MCP_TOOLS
     for spec in listed:
         module, _, name = spec.partition(":")

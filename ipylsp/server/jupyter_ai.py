@@ -1,7 +1,12 @@
-"""The agent tools as plain Python functions, for Jupyter AI (3.x): its MCP server finds tools
-through the `jupyter_server_mcp.tools` entry point as `module:function` strings and derives
-each schema from the function's signature. The functions are made from the one tool table
-(`agent.registry.TOOLS`), so names, arguments and texts are the same as on every surface.
+"""The agent tools as plain Python functions, for Jupyter AI (3.x): its MCP server
+(jupyter-server-mcp) finds tools through the `jupyter_server_mcp.tools` entry point as
+`module:function` strings and derives each schema from the function's signature. The functions
+are made from the one tool table (`agent.registry.TOOLS`), so names, arguments and texts are the
+same as on every surface.
+
+jupyter-server-mcp serves them on a port of its own without authentication, so the entry point
+(`mcp_tools`) names none unless the Jupyter server's configuration turns them on
+(`c.IPyLSP.jupyter_ai_tools = True`).
 
 They answer from the ipylsp server extension's Service when it is loaded (the same Jupyter
 server), else from the process-wide one rooted at the current directory. A failed call raises
@@ -82,4 +87,35 @@ FUNCTIONS: dict[str, ToolFunction] = {name: _function(tool) for name, tool in TO
 globals().update(FUNCTIONS)  # `ipylsp.server.jupyter_ai:lsp_check` and so on
 
 MCP_TOOLS: list[str] = [f"{__name__}:{name}" for name in FUNCTIONS]
-"""The entry point's value (`jupyter_server_mcp.tools`): one `module:function` per tool."""
+"""One `module:function` per tool, what the entry point names when the tools are turned on."""
+
+TURN_ON = "c.IPyLSP.jupyter_ai_tools = True"
+
+
+def mcp_tools() -> list[str]:
+    """The `jupyter_server_mcp.tools` entry point, called (without arguments) by
+    jupyter-server-mcp as the Jupyter server starts: `MCP_TOOLS` when the running Jupyter
+    server's configuration says `c.IPyLSP.jupyter_ai_tools = True`, else none. Said once in
+    the server's log either way: that port has no authentication."""
+    from jupyter_server.serverapp import ServerApp
+
+    from ipylsp.config import IPyLSP
+
+    if not ServerApp.initialized():
+        return []
+    server = ServerApp.instance()
+    try:
+        turned_on = bool(IPyLSP(config=server.config).jupyter_ai_tools)
+    except Exception as exc:  # a bad IPyLSP setting: said, and nothing served
+        server.log.error("ipylsp: agent tools not served on jupyter-server-mcp's port: %s", exc)
+        return []
+    if not turned_on:
+        server.log.info(
+            "ipylsp: agent tools not served on jupyter-server-mcp's port, which has no "
+            "authentication (ipylsp's own /ipylsp/mcp needs the token); to serve them there "
+            "too: %s", TURN_ON)
+        return []
+    server.log.warning(
+        "ipylsp: agent tools served on jupyter-server-mcp's port (%s), which has no "
+        "authentication: any process or user on this machine can call them", TURN_ON)
+    return list(MCP_TOOLS)
