@@ -50,14 +50,23 @@ def _status(port: int, headers: dict[str, str]) -> int:
         conn.close()
 
 
-def _start(base: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
+def _start(base: Path, cwd: Path | None = None, *, home: bool = False
+           ) -> tuple[subprocess.Popen[bytes], int, Path]:
     """A real `jupyter server` with the extension on a git workspace holding app.py (its log
-    in `base/server.log`), answering."""
+    in `base/server.log`), answering; started in `cwd` (else this process's). `home`: the
+    root is the user's home instead, no workspace (JupyterHub's single-user server), and
+    Jupyter's and the servers' own files go elsewhere."""
     require("ty")
     require("ruff")
     root = base / "root"
     root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config")}
+    if home:
+        env.update(HOME=str(root), JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+                   JUPYTER_DATA_DIR=str(base / "data"), XDG_CACHE_HOME=str(base / "cache"),
+                   IPYTHONDIR=str(base / "ipython"), npm_config_cache=str(base / "npm"))
+    else:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "app.py").write_text(BROKEN)
     config = base / "jupyter_server_config.py"
     config.write_text(
@@ -71,8 +80,7 @@ def _start(base: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
              f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
              "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}",
              f"--IdentityProvider.token={TOKEN}", "--ServerApp.allow_root=True"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config")},
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
         )
     deadline = time.monotonic() + 60
     while True:
@@ -86,6 +94,17 @@ def _start(base: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
             process.kill()
             raise AssertionError("jupyter server did not answer within 60 s")
         time.sleep(0.1)  # polling a starting process: nothing to wait on instead
+
+
+def _post(port: int, route: str, body: object) -> tuple[int, Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("POST", f"/ipylsp/api/{route}", body=json.dumps(body),
+                     headers={"Authorization": f"token {TOKEN}"})
+        answer = conn.getresponse()
+        return answer.status, json.loads(answer.read())
+    finally:
+        conn.close()
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -198,3 +217,36 @@ def test_a_server_that_served_mcp_stops_at_once_and_cleanly(
     wait_exited(running, 10)  # the stop ended them; a reaped process may linger a moment
     assert [p for p in running if is_running(p)] == []  # its servers are gone with it
     assert not list((DATA_DIR / "run").glob(f"status-{process.pid}-*.json"))
+
+
+@pytest.mark.parametrize("started_in", [
+    "a directory outside any workspace", "another workspace", "the home directory, its root",
+])
+def test_cell_checks_run_on_the_servers_of_the_root(tmp_path: Path, started_in: str) -> None:
+    """`lsp_check_cell` through the server extension runs on the ty and ruff its file checks
+    use at its root, wherever the server was started and whatever the root is (the cells'
+    document had a directory of its own, or the server's working directory: a second pair
+    of servers), and leaves no file in the root."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    if started_in == "another workspace":
+        subprocess.run(["git", "init", "-q", str(cwd)], check=True)
+    home = started_in.startswith("the home")
+    process, port, root = _start(tmp_path, cwd=tmp_path / "root" if home else cwd, home=home)
+    try:
+        code, checked = _post(port, "check", {"path": "app.py"})
+        assert code == 200 and checked["files"][0]["path"] == "app.py"
+        code, cell = _post(port, "tools/lsp_check_cell", {"code": "print(undefined_name)\n"})
+        assert code == 200, cell
+        assert cell["text"] == (
+            '<diagnostics file="cell [ ]">\n'
+            "ERROR [1:7] Name `undefined_name` used when not defined "
+            "[unresolved-reference, F821] (ty, Ruff)\n"
+            "</diagnostics>"
+        )
+        names = [Path(cmdline(p).split()[0]).name for p in descendants(process.pid)]
+        assert sorted(n for n in names if n in ("ty", "ruff")) == ["ruff", "ty"]
+        left = sorted(p.name for p in root.iterdir())  # the document was never a file
+        assert left == (["app.py"] if home else [".git", "app.py"])
+    finally:
+        _stop(process)

@@ -18,7 +18,7 @@ _current: ServerState | None = None
 class ServerState:
     def __init__(self, root: Path, settings: Settings) -> None:
         self.root = root
-        self.service = Service(settings)
+        self.service = Service(settings, cells_dir=root)  # the root's servers check cells
         self.toolbox = Toolbox(self.service, root)
 
     def close(self) -> None:

@@ -219,6 +219,13 @@ def _cells_parent(private_parent: Path | None) -> Path:
     return private_parent / "cells"
 
 
+def document_in(directory: Path) -> Path:
+    """The path the virtual document says it has in `directory`: it is checked by the servers
+    that serve a file there (their root, their configuration, the project's imports). Nothing
+    is written there: the servers read the document from memory."""
+    return directory / f".ipylsp-cells-{os.getpid()}.py"
+
+
 def default_path(
     markers: Iterable[str] = WORKSPACE_MARKERS, private_parent: Path | None = None
 ) -> tuple[Path, Path | None]:
@@ -232,7 +239,7 @@ def default_path(
     when that directory cannot be made."""
     cwd = Path(os.getcwd())
     if roots.workspace_gate(cwd, markers) is not None:
-        return cwd / f".ipylsp-cells-{os.getpid()}.py", None
+        return document_in(cwd), None
     parent = owned_dir(_cells_parent(private_parent))
     _sweep(parent)
     own = fresh_dir(parent, prefix=f"{_HOST}-{os.getpid()}-")

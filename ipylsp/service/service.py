@@ -24,7 +24,7 @@ from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.settings import Settings
 from ipylsp.service.admin.control import HANDOVER_MARGIN, ServerControl
 from ipylsp.service.cache import clear_store, store_info, stored_report
-from ipylsp.service.cells import CellSession
+from ipylsp.service.cells import CellSession, document_in
 from ipylsp.service.check import batch
 from ipylsp.service.check.batch import FileCheck
 from ipylsp.service.check.file_reports import common_root, failed_files, known_report
@@ -57,7 +57,13 @@ A = TypeVar("A")
 class Service:
     """Language servers for any number of workspaces, driven from a background loop."""
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, *, cells_dir: Path | None = None
+                 ) -> None:
+        """`cells_dir`: the directory whose servers check the cells' document (the server
+        extension's root: its cell checks share the servers of its file checks); None: the
+        working directory when it is a workspace, else a directory of its own
+        (`cells.default_path`)."""
+        self._cells_dir = cells_dir
         self._state = ServiceState(settings or Settings())
         self._loop: BackgroundLoop | None = None
         self._checker = Checker(self._state)
@@ -243,7 +249,8 @@ class Service:
             if self._cells is None:
                 from ipylsp.servers.executables import data_dir
 
-                self._cells = CellSession(self, cap=self.settings.cell_history,
+                path = None if self._cells_dir is None else document_in(self._cells_dir)
+                self._cells = CellSession(self, path, cap=self.settings.cell_history,
                                           markers=self.settings.workspace_markers,
                                           private_parent=data_dir(self.settings))
             return self._cells
