@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipylsp.config import IPyLSP
-from ipylsp.ipython.cells import CellHook, RanCell, combined, ran_cell
+from ipylsp.ipython.cells import CellHook, RanCell, ran_cell
 from ipylsp.ipython.display import CellReport
 from ipylsp.ipython.watch import Write, WriteWatcher
 from ipylsp.servers import roots
@@ -115,24 +114,19 @@ class CellChecks:
         from ipylsp.service.service import FileCheck
 
         output = CellReport()
-        started = time.monotonic()
-        files = None
-        if writes:
-            by_path = {w.path: w for w in writes}
-            checks = [FileCheck(w.path, before=_before(w, by_path)) for w in writes]
-            files = self.service.check_files(checks, progress=output.waiting)
-        reports = []
-        if cell is not None:  # one budget for the cell: its code gets what the writes left
-            left = self.config.wait_budget - (time.monotonic() - started)
+        by_path = {w.path: w for w in writes}
+        checks = [FileCheck(w.path, before=_before(w, by_path)) for w in writes]
+        report = None
+        if cell is not None:
             try:
-                reports.append(self.cells.check(
-                    cell, output.waiting, left=left if files is not None else None
-                ))
+                report = self.cells.check(cell, output.waiting, checks)
             except Exception:  # the writes' report is shown all the same
                 log.exception("ipylsp: could not check the cell's code")
-        if files is not None:
-            reports.append(files)
-        output.show(combined(reports), self.config, notes)
+        if report is None:
+            if not checks:
+                return
+            report = self.service.check_files(checks, progress=output.waiting)
+        output.show(report, self.config, notes)
 
     def close(self) -> None:
         self.config.unobserve(self._on_config_change)

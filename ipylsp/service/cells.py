@@ -55,7 +55,7 @@ class Checks(Protocol):
         *,
         timeout: float | None = None,
         progress: Callable[[str], None] | None = None,
-        brief: bool = False,
+        cold: float | None = None,
     ) -> Report: ...
 
 StubWriter = Callable[[frozenset[str]], str]
@@ -123,17 +123,20 @@ class CellSession:
         *,
         count: int | None,
         cell_id: str | None = None,
+        files: Sequence[FileCheck] = (),
         timeout: float | None = None,
         progress: Callable[[str], None] | None = None,
-        brief: bool = False,
+        cold: float | None = None,
     ) -> Report:
-        """`source` has just run as cell `count`: what it introduced, in cells. It stays in the
-        history (unless it does not parse). `brief`: the caller chose a short `timeout`
-        while servers start (`Service.check_files`)."""
+        """`source` has just run as cell `count`: what it introduced, in cells, then what its
+        writes (`files`) introduced, checked together: one trip to the servers under one
+        budget. It stays in the history (unless it does not parse). `cold`: what to wait
+        while the cells' servers start (`Service.check_files`)."""
         with self._lock:
             cell = make_cell(_key(cell_id, source), count, source)
             after = self.history.with_cell(cell)
-            report = self._check(after, cell, timeout, progress, ran=True, brief=brief)
+            report = self._check(after, cell, timeout, progress, ran=True, files=files,
+                                 cold=cold)
             self.history = after.kept()
             return report
 
@@ -143,7 +146,7 @@ class CellSession:
         with self._lock:
             cell = make_cell(_key(None, code), None, code)
             after = self.history.with_cell(cell)
-            return self._check(after, cell, timeout, None, ran=False, brief=False)
+            return self._check(after, cell, timeout, None, ran=False)
 
     @property
     def path(self) -> Path:
@@ -173,7 +176,8 @@ class CellSession:
         progress: Callable[[str], None] | None,
         *,
         ran: bool,
-        brief: bool,
+        files: Sequence[FileCheck] = (),
+        cold: float | None = None,
     ) -> Report:
         """`ran`: a cell that ran (kept as the last document); else a preflight, whose entry
         is shown even when it has nothing to say (it answers for the code)."""
@@ -188,18 +192,21 @@ class CellSession:
             path = self.path
         except OSError as exc:  # NotPrivate, or a data dir that cannot be written
             reason = UnknownReason.REFUSED if isinstance(exc, NotPrivate) else UnknownReason.FAILED
-            return Report(unknown=(Unknown(
-                "cells", reason, str(exc),
-                "set IPyLSP.data_dir to a directory only you can write to",
-            ),))
+            refused = Unknown("cells", reason, str(exc),
+                              "set IPyLSP.data_dir to a directory only you can write to")
+            if not files:
+                return Report(unknown=(refused,))
+            written = self._service.check_files(files, timeout=timeout, progress=progress)
+            return replace(written, unknown=(refused, *written.unknown))
         checked = self._service.check_files(
             [FileCheck(path, before=before.text, content=document.text, virtual=True,
-                       proposed=not ran)],
-            timeout=timeout, progress=progress, brief=brief,
+                       proposed=not ran), *files],
+            timeout=timeout, progress=progress, cold=cold,
         )
         if ran:
             self._last = document
-        return _in_cells(checked, document, before, view.kernel, cell, keep_clean=not ran)
+        return _in_cells(checked, path, document, before, view.kernel, cell,
+                         keep_clean=not ran)
 
 
 def _key(cell_id: str | None, source: str) -> str:
@@ -268,14 +275,15 @@ def _sweep(parent: Path) -> None:
 
 def _in_cells(
     checked: Report,
+    path: Path,
     after: CellDocument,
     before: CellDocument,
     kernel: Kernel,
     newest: Cell,
     keep_clean: bool,
 ) -> Report:
-    """The virtual document's report as one entry per cell (newest first)."""
-    doc = next((f for f in checked.files if f.cell is None), None)
+    """The virtual document's report as one entry per cell (newest first), then the files."""
+    doc = next((f for f in checked.files if f.path == path and f.cell is None), None)
     if doc is None:
         return checked
     introduced = by_cell(doc.diagnostics, after, kernel, newest.key)

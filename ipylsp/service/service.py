@@ -103,10 +103,6 @@ class Service:
         budget = self.settings.wait_budget if timeout is None else float(timeout)
         return self._control.start(self._normalize(path), budget)
 
-    def starting(self, path: str | os.PathLike[str]) -> bool:
-        """Whether a server for `path` has yet to start (a cell's check then waits briefly)."""
-        return self._control.starting(self._normalize(path))
-
     def stop(self, server_id: str | None = None) -> int:
         return self._control.stop(server_id)
 
@@ -192,25 +188,27 @@ class Service:
         *,
         timeout: float | None = None,
         progress: Callable[[str], None] | None = None,
-        brief: bool = False,
+        cold: float | None = None,
     ) -> Report:
-        """One report for several written files (a cell that wrote many).
+        """One report for several written files (a cell that wrote many, and its code).
 
         `progress`, if given, is called with a line saying what the check waits for (servers
         starting, indexing) when it takes longer than half a second, and then every 0.25 s.
-        `brief`: a short `timeout` on purpose, while servers start (a cell's first checks):
-        what the servers do not answer in it counts neither as a timeout nor as a start that
-        outlived a budget."""
+        `cold`: seconds to wait instead when every file is virtual (a cell's code, no write)
+        and one of their servers has yet to start, decided on the loop: a cell does not wait
+        for starts. What those servers do not answer then is said nowhere (the next check
+        includes it) and counts neither as a timeout nor as a start that outlived a budget."""
         budget = self.settings.wait_budget if timeout is None else float(timeout)
         if not files:
             return Report()
         deadline = time.monotonic() + budget
-        self._sink.virtual.update(str(f.path) for f in files if f.virtual)
+        virtual = [f.path for f in files if f.virtual]
+        self._sink.virtual.update(str(p) for p in virtual)
         loop = self._background()
         try:
             on_wait = None if progress is None else lambda: progress(self._waiting_for())
             result, rows = loop.run(
-                self._check_all_with_status(files, deadline, budget, brief),
+                self._check_all_with_status(files, deadline, budget, cold),
                 budget + HANDOVER_MARGIN,
                 on_wait=on_wait,
             )
@@ -224,15 +222,19 @@ class Service:
         if result.rest:
             with self._lock:
                 self._unchecked = list(result.rest)
-            checked = len(files) - len(result.rest)
+            written = len(files) - len(virtual)
+            checked = written - len(result.rest)
             notes.append(
-                f"{checked} of {len(files)} files checked (IPyLSP.max_files_per_check; files "
+                f"{checked} of {written} files checked (IPyLSP.max_files_per_check; files "
                 f"that existed before first, then new ones); {len(result.rest)} not checked "
                 f"yet: `%lsp check` checks the next {self.settings.max_files_per_check}"
             )
         report = Report(
             files=tuple(result.files),
-            root=common_root((r.path for r in result.files), self.settings.workspace_markers),
+            root=common_root(  # the written files' root; the cells' alone when none
+                [r.path for r in result.files if r.path not in virtual] or virtual,
+                self.settings.workspace_markers,
+            ),
             notes=tuple(notes),
             unknown=tuple(result.unknown),
         )
@@ -299,15 +301,18 @@ class Service:
         return len(self._unchecked)
 
     async def _check_all_with_status(
-        self, files: Sequence[FileCheck], deadline: float, budget: float, brief: bool = False
+        self, files: Sequence[FileCheck], deadline: float, budget: float, cold: float | None
     ) -> tuple[batch.BatchResult, list[SlotStatus]]:
         """The batch's result, and the pool's status read on the loop (no second thread hop)."""
-        return await self._check_all(files, deadline, budget, brief), self._state.pool.status()
+        return await self._check_all(files, deadline, budget, cold), self._state.pool.status()
 
     async def _check_all(
-        self, files: Sequence[FileCheck], deadline: float, budget: float, brief: bool = False
+        self, files: Sequence[FileCheck], deadline: float, budget: float, cold: float | None
     ) -> batch.BatchResult:
         self._late.cancel({f.path for f in files})
+        brief = cold is not None and await self._cold(files)
+        if brief:
+            deadline = min(deadline, time.monotonic() + max(cold or 0.0, 0.0))
         try:
             with deadline_scope(deadline):
                 result = await batch.check(
@@ -321,7 +326,22 @@ class Service:
                 UnknownReason.FAILED, repr(exc),
             ))
         self._late.adopt(result.late)
+        if brief:  # said nowhere: the next check includes what the starting servers owe
+            result.files = [
+                replace(f, unknown=tuple(
+                    u for u in f.unknown if u.reason is not UnknownReason.TIMED_OUT
+                )) for f in result.files
+            ]
         return result
+
+    async def _cold(self, files: Sequence[FileCheck]) -> bool:
+        """Only virtual files (no write to wait for), and a server of theirs not started."""
+        if not all(f.virtual for f in files):
+            return False
+        for f in files:
+            if await self._control.starting(f.path):
+                return True
+        return False
 
     def _waiting_for(self) -> str:
         """A line for people: which servers a long check is waiting for, and why."""

@@ -65,18 +65,9 @@ class ServerControl:
         self._publish(None)
         return count
 
-    def starting(self, path: Path) -> bool:
-        """Whether a server for `path` has yet to start (not started, or starting): a caller
-        that must not wait for a start (a cell's check) then waits briefly instead."""
-        loop = self._loop()
-        if loop is None or not loop.running:
-            return True
-        try:
-            return bool(loop.run(self._starting(path), 1.0))
-        except LoopTimeout:  # a loop this busy: do not wait on it either
-            return True
-
-    async def _starting(self, path: Path) -> bool:
+    async def starting(self, path: Path) -> bool:
+        """On the loop: whether a server for `path` has yet to start (not started, or
+        starting): a check that must not wait for a start (a cell's code) waits briefly."""
         resolver = self._state.resolver
         running = {server_id for server_id, _ in resolver.running(path)}
         for spec in resolver.servers(path):

@@ -190,16 +190,17 @@ async def _recheck_imports(
 def choose(
     files: Sequence[FileCheck], limit: int | None
 ) -> tuple[list[FileCheck], list[FileCheck]]:
-    """At most `limit` files (deletions are free): files that existed before the write
-    first, then new ones, each in natural order; the rest is returned apart, never dropped."""
+    """At most `limit` files (deletions and virtual documents are free): files that existed
+    before the write first, then new ones, each in natural order; the rest is returned apart,
+    never dropped."""
     if limit is None or limit <= 0:
         return list(files), []
-    gone = [f for f in files if f.content is None and not f.path.exists()]
-    present = [f for f in files if f not in gone]
+    free = [f for f in files if f.virtual or (f.content is None and not f.path.exists())]
+    present = [f for f in files if f not in free]
     if len(present) <= limit:
         return list(files), []
     present.sort(key=lambda f: (f.before == "", natural_key(str(f.path))))
-    return gone + present[:limit], present[limit:]
+    return free + present[:limit], present[limit:]
 
 
 async def _settle(
@@ -219,18 +220,19 @@ async def _settle(
             job.retry = False  # a restart that did not finish in time
         if not pending:
             continue
-        several = len(run.jobs) > 1
+        files = [j for j in run.jobs if not j.plan.virtual]  # the cells say their own
+        several = len(files) > 1
         busy = run.client.progress.describe() if run.client.progress.busy else ""
         detail = "waiting for diagnostics"
         if busy:
             detail += f" while the server was busy ({busy})"
         for job in pending:
             job.outcome.unknown = Unknown(run.slot.spec.id, UnknownReason.TIMED_OUT, detail)
-            job.outcome.cut = several
+            job.outcome.cut = several and not job.plan.virtual
         if several:
             counts = cut.setdefault(run.slot.spec.id, [0, 0])
-            counts[0] += len(pending)
-            counts[1] += len(run.jobs)
+            counts[0] += sum(not j.plan.virtual for j in pending)
+            counts[1] += len(files)
         if run.task is not None and not run.task.done():
             result.late.append((run, pending))
     # one line per server, also when it runs for several workspace roots of the batch
@@ -254,9 +256,11 @@ async def _settle(
 
 
 def _lift(checker: Checker, plans: list[FilePlan], result: BatchResult) -> frozenset[str]:
-    """One line for a server that could not answer for any file of a multi-file batch."""
+    """One line for a server that could not answer for any file of a multi-file batch (the
+    virtual documents, the cells, say their own)."""
+    files = [p for p in plans if not p.virtual]
     by_server: dict[str, list[ServerOutcome]] = {}
-    for plan in plans:
+    for plan in files:
         for outcome in plan.outcomes:
             by_server.setdefault(outcome.spec.id, []).append(outcome)
     lifted = set()
@@ -277,7 +281,7 @@ def _lift(checker: Checker, plans: list[FilePlan], result: BatchResult) -> froze
             f"{first.reason.value} {detail}".strip() + f": {len(said)} files not checked",
             first.hint,
         )
-        where = checker.state.resolver.shown_root(plans[0].path) or plans[0].path.parent
+        where = checker.state.resolver.shown_root(files[0].path) or files[0].path.parent
         result.unknown.append(checker.state.resolver.once(line, where))
         lifted.add(server_id)
     return frozenset(lifted)

@@ -217,6 +217,8 @@ class Checker:
             asked=len(outcomes),
             semantic_after_syntax_error=self.state.settings.semantic_after_syntax_error,
         )
+        if plan.virtual:  # a virtual document's unknowns are its own, never lifted
+            lifted = frozenset()
         said = [o for o in outcomes if not (o.cut or o.spec.id in lifted)]
         where = shown_root or plan.path.parent
         resolver = self.state.resolver
