@@ -139,6 +139,7 @@ def test_the_original_four_rows_are_unchanged() -> None:
         command=("ty", "server"),
         install=InstallRecipe("pip", ("ty",)),
         root_markers=("ty.toml", *py_roots),
+        config_files=("ty.toml", "pyproject.toml:tool.ty"),
         description="Astral's type checker (fast).",
     )
     assert registry.get("ruff") == ServerSpec(
@@ -148,6 +149,7 @@ def test_the_original_four_rows_are_unchanged() -> None:
         command=("ruff", "server"),
         install=InstallRecipe("pip", ("ruff",)),
         root_markers=("ruff.toml", ".ruff.toml", *py_roots),
+        config_files=("ruff.toml", ".ruff.toml", "pyproject.toml:tool.ruff"),
         description="Astral's linter: undefined names, unused imports, syntax.",
     )
     assert registry.get("pyright") == ServerSpec(
@@ -157,6 +159,7 @@ def test_the_original_four_rows_are_unchanged() -> None:
         command=("pyright-langserver", "--stdio"),
         install=InstallRecipe("npm", ("pyright",), needs=("node", "npm")),
         root_markers=("pyrightconfig.json", *py_roots),
+        config_files=("pyrightconfig.json", "pyproject.toml:tool.pyright"),
         description="Microsoft's type checker (node).",
     )
     assert registry.get("basedpyright") == ServerSpec(
@@ -166,6 +169,9 @@ def test_the_original_four_rows_are_unchanged() -> None:
         command=("basedpyright-langserver", "--stdio"),
         install=InstallRecipe("pip", ("basedpyright",)),
         root_markers=("pyrightconfig.json", *py_roots),
+        config_files=(
+            "pyrightconfig.json", "pyproject.toml:tool.basedpyright", "pyproject.toml:tool.pyright"
+        ),
         description="Pyright fork from PyPI; brings its own node.",
     )
 

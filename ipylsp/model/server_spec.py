@@ -38,6 +38,10 @@ class ServerSpec:
     command: tuple[str, ...]
     install: InstallRecipe
     root_markers: tuple[str, ...] = ()
+    config_files: tuple[str, ...] = ()
+    """Files at its root that change its answers (a stored answer is a baseline only while
+    they say the same): `name`, or `name:section` for only a TOML table (`pyproject.toml:tool.ty`)
+    or INI sections (`setup.cfg:mypy`: `[mypy]` and `[mypy-*]`)."""
     settings: Mapping[str, Any] = field(default_factory=dict)
     initialization_options: Mapping[str, Any] | None = None
     env: Mapping[str, str] = field(default_factory=dict)

@@ -12,6 +12,7 @@ from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 
 _PY_ROOTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", ".git")
 _JS_ROOTS = ("tsconfig.json", "jsconfig.json", "package.json")
+_JS_CONFIG = ("tsconfig.json", "jsconfig.json")
 _NODE = ("node", "npm")
 
 _JS_LANGUAGES = ("typescript", "typescriptreact", "javascript", "javascriptreact")
@@ -38,6 +39,7 @@ SPECS: tuple[ServerSpec, ...] = (
         command=("ty", "server"),
         install=InstallRecipe("pip", ("ty",)),
         root_markers=("ty.toml", *_PY_ROOTS),
+        config_files=("ty.toml", "pyproject.toml:tool.ty"),
         description="Astral's type checker (fast).",
     ),
     ServerSpec(
@@ -47,6 +49,7 @@ SPECS: tuple[ServerSpec, ...] = (
         command=("ruff", "server"),
         install=InstallRecipe("pip", ("ruff",)),
         root_markers=("ruff.toml", ".ruff.toml", *_PY_ROOTS),
+        config_files=("ruff.toml", ".ruff.toml", "pyproject.toml:tool.ruff"),
         description="Astral's linter: undefined names, unused imports, syntax.",
     ),
     ServerSpec(
@@ -56,6 +59,7 @@ SPECS: tuple[ServerSpec, ...] = (
         command=("pyright-langserver", "--stdio"),
         install=InstallRecipe("npm", ("pyright",), needs=("node", "npm")),
         root_markers=("pyrightconfig.json", *_PY_ROOTS),
+        config_files=("pyrightconfig.json", "pyproject.toml:tool.pyright"),
         description="Microsoft's type checker (node).",
     ),
     ServerSpec(
@@ -65,6 +69,9 @@ SPECS: tuple[ServerSpec, ...] = (
         command=("basedpyright-langserver", "--stdio"),
         install=InstallRecipe("pip", ("basedpyright",)),
         root_markers=("pyrightconfig.json", *_PY_ROOTS),
+        config_files=(
+            "pyrightconfig.json", "pyproject.toml:tool.basedpyright", "pyproject.toml:tool.pyright"
+        ),
         description="Pyright fork from PyPI; brings its own node.",
     ),
     ServerSpec(
@@ -74,6 +81,7 @@ SPECS: tuple[ServerSpec, ...] = (
         command=("pyrefly", "lsp"),
         install=InstallRecipe("pip", ("pyrefly",)),
         root_markers=("pyrefly.toml", *_PY_ROOTS),
+        config_files=("pyrefly.toml", "pyproject.toml:tool.pyrefly"),
         # Without a pyrefly.toml (or this setting) pyrefly publishes no type errors at all.
         settings={"python": {"pyrefly": {"displayTypeErrors": "force-on"}}},
         activation="manual",
@@ -87,6 +95,10 @@ SPECS: tuple[ServerSpec, ...] = (
         # Plain python-lsp-server has no linters and publishes []: mypy is the checker here.
         install=InstallRecipe("pip", ("python-lsp-server", "pylsp-mypy")),
         root_markers=("mypy.ini", ".mypy.ini", *_PY_ROOTS),
+        config_files=(
+            "mypy.ini", ".mypy.ini", "setup.cfg:mypy", "pyproject.toml:tool.mypy",
+            "setup.cfg:pycodestyle", "setup.cfg:flake8", "tox.ini:pycodestyle", "tox.ini:flake8",
+        ),
         settings={"pylsp": {"plugins": {"pylsp_mypy": {"enabled": True, "live_mode": True}}}},
         activation="manual",
         description="python-lsp-server with pylsp-mypy (writes .mypy_cache).",
@@ -109,6 +121,7 @@ SPECS: tuple[ServerSpec, ...] = (
         command=("tsc", "--lsp", "--stdio"),
         install=_npm("typescript@7"),
         root_markers=_JS_ROOTS,
+        config_files=_JS_CONFIG,
         description="TypeScript 7's native language server; pull diagnostics only.",
     ),
     ServerSpec(
@@ -119,6 +132,7 @@ SPECS: tuple[ServerSpec, ...] = (
         # Fails with TypeScript 7 ("Could not find a valid TypeScript installation").
         install=_npm("typescript-language-server", "typescript@5"),
         root_markers=_JS_ROOTS,
+        config_files=_JS_CONFIG,
         activation="manual",
         description="tsserver (TypeScript 5) behind LSP; push diagnostics.",
     ),
@@ -131,6 +145,9 @@ SPECS: tuple[ServerSpec, ...] = (
         command=("clangd", "--background-index=false"),
         install=_apt("apt-get install clangd"),
         root_markers=(".clangd", "compile_commands.json", "compile_flags.txt"),
+        config_files=(
+            ".clangd", "compile_flags.txt", "compile_commands.json", "build/compile_commands.json"
+        ),
         description="LLVM's C/C++ server; best with compile_commands.json.",
     ),
     ServerSpec(
@@ -140,6 +157,7 @@ SPECS: tuple[ServerSpec, ...] = (
         command=("gopls",),
         install=_apt("apt-get install golang-go gopls"),
         root_markers=("go.work", "go.mod"),
+        config_files=("go.work", "go.mod"),
         description="The Go team's server; spawns `go`.",
     ),
     # ---------------------------------------------------------------- shell, config, web
@@ -154,6 +172,7 @@ SPECS: tuple[ServerSpec, ...] = (
             hint="diagnostics come from shellcheck: apt-get install shellcheck",
             needs=_NODE,
         ),
+        config_files=(".shellcheckrc",),
         description="Bash; diagnostics from shellcheck (nothing without it).",
     ),
     ServerSpec(
@@ -236,6 +255,7 @@ SPECS: tuple[ServerSpec, ...] = (
         command=("rust-analyzer",),
         install=_path("rustup component add rust-analyzer (a rustup proxy alone does not run)"),
         root_markers=("Cargo.toml", "rust-project.json"),
+        config_files=("Cargo.toml", "rust-project.json"),
         description="Rust.",
     ),
     ServerSpec(
@@ -248,6 +268,7 @@ SPECS: tuple[ServerSpec, ...] = (
             "lua-language-server on PATH"
         ),
         root_markers=(".luarc.json", ".luarc.jsonc", ".luacheckrc", ".stylua.toml"),
+        config_files=(".luarc.json", ".luarc.jsonc", ".luacheckrc"),
         description="Lua (LuaLS).",
     ),
     ServerSpec(
