@@ -77,6 +77,43 @@ def test_a_file_from_before_the_schema_is_migrated(tmp_path: Path) -> None:
         conn.close()
 
 
+def test_answers_under_two_configs_of_one_text_are_both_kept(store: Store) -> None:
+    text = "x: int = 's'\n"
+    store.put_diagnostics("/w/a.py", text, "ty", DIAGS[:1], config="flags-a")
+    store.put_diagnostics("/w/a.py", text, "ty", DIAGS[1:], config="flags-b")
+    assert store.flush()
+    a = store.get_diagnostics("/w/a.py", text, "ty", "flags-a")
+    b = store.get_diagnostics("/w/a.py", text, "ty", "flags-b")
+    assert a is not None and a.diagnostics == DIAGS[:1] and a.config == "flags-a"
+    assert b is not None and b.diagnostics == DIAGS[1:] and b.config == "flags-b"
+    assert store.get_diagnostics("/w/a.py", text, "ty", "flags-c") is None
+    latest = store.get_diagnostics("/w/a.py", text, "ty")  # any config: the latest
+    assert latest is not None and latest.config == "flags-b"
+
+
+def test_a_file_of_schema_3_keeps_its_answers_under_their_config(tmp_path: Path) -> None:
+    from ipylsp.store.db import MIGRATIONS
+
+    path = tmp_path / "v3.sqlite3"
+    conn = sqlite3.connect(path)
+    for step in MIGRATIONS[:3]:
+        conn.executescript(step)
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute("INSERT INTO answers VALUES ('/w/a.py', ?, 'ty', 'diagnostics', '[]', 1, 1,"
+                 " 'old')", (text_hash("x\n"),))
+    conn.commit()
+    conn.close()
+    store = Store(path)
+    try:
+        assert store.info().schema == VERSION == 4
+        found = store.get_diagnostics("/w/a.py", "x\n", "ty", "old")
+        assert found is not None and (found.diagnostics, found.config) == ((), "old")
+        store.put_diagnostics("/w/a.py", "x\n", "ty", DIAGS, config="new")
+        assert store.flush() and store.info().rows == 2
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
 def test_a_broken_file_is_rebuilt_with_one_warning(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture

@@ -47,8 +47,8 @@ def ty_settings(store: Path | None, *, command: tuple[str, ...] = ()) -> Setting
     return settings
 
 
-def tapped_ty(log: Path) -> tuple[str, ...]:
-    spec = require("ty")
+def tapped_ty(log: Path, server_id: str = "ty") -> tuple[str, ...]:
+    spec = require(server_id)
     command = executables.resolve(spec, DATA_DIR).command
     assert command is not None
     return tuple(tapped(log, command))
@@ -359,6 +359,72 @@ def test_a_baseline_stored_by_another_server_configuration_is_not_used(
         shown = text(other.check(path, before=V1))
     assert shown.splitlines()[1] == f"ERROR [3:7] {UNDEFINED.format('undefined_b')})"
     assert wire(log, "app.py").count("textDocument/diagnostic") == 2  # it asked for V1 itself
+
+
+def problems(report: Any, kind: str = "diagnostics") -> list[tuple[str, str]]:
+    return [(d.severity.name, d.message.split("\n")[0])
+            for f in report.files for d in getattr(f, kind)]
+
+
+@pytest.mark.real
+def test_a_baseline_stored_under_another_tool_ty_section_is_not_used(
+    root: Path, tmp_path: Path
+) -> None:
+    """What `[tool.ty]` says is part of what an answer is stored for; the rest of
+    pyproject.toml (another section, a comment) is not."""
+    store, log = tmp_path / "store.sqlite3", tmp_path / "wire.log"
+    pyproject = write(root, "pyproject.toml", '[project]\nname = "app"\n')
+    path = write(root, "app.py", V1)
+    settings = ty_settings(store, command=tapped_ty(log))
+    with Service(settings) as first:
+        first.check(path, before="")
+    warn = '[project]\nname = "app"\n\n[tool.ty.rules]\nunresolved-reference = "warn"\n'
+    pyproject.write_text('# a comment\n[project]\nname = "app"\nversion = "1"\n')
+    path.write_text(V2)
+    seen = len(wire(log, "app.py"))
+    with Service(settings) as same:  # the same [tool.ty]: the stored V1 answer is its baseline
+        opened(same)
+        assert problems(same.check(path, before=V1)) == [
+            ("ERROR", "Name `undefined_b` used when not defined")]
+    assert wire(log, "app.py")[seen:].count("textDocument/diagnostic") == 1
+    pyproject.write_text(warn)
+    path.write_text(V3)
+    seen = len(wire(log, "app.py"))
+    with Service(settings) as other:  # V2 was answered under other rules: asked again
+        opened(other)
+        report = other.check(path, before=V2)
+    assert wire(log, "app.py")[seen:].count("textDocument/diagnostic") == 2
+    assert (problems(report), problems(report, "fixed")) == ([], [])  # a comment, under warn
+    assert len(problems(report, "current")) == 2
+
+
+CLANG_V1 = "#ifndef FEATURE\n#error FEATURE is not defined\n#endif\nint x = 1;\n"
+CLANG_V2 = CLANG_V1 + "int y = undeclared;\n"
+
+
+@pytest.mark.real
+def test_a_baseline_stored_under_other_compile_flags_is_not_used(
+    root: Path, tmp_path: Path
+) -> None:
+    """clangd without compile_flags.txt, then with `-DFEATURE`: the answer stored for the
+    before text without the flag (its `#error`) is no baseline: it would be reported fixed."""
+    store, log = tmp_path / "store.sqlite3", tmp_path / "wire.log"
+    write(root, ".clangd", "")  # the same root with and without compile_flags.txt
+    path = write(root, "feature.c", CLANG_V1)
+    settings = replace(ty_settings(store, command=()), language_servers={"c": ("clangd",)},
+                       servers={"clangd": ServerOverride(command=tapped_ty(log, "clangd"))})
+    with Service(settings) as first:
+        assert problems(first.check(path, before="")) == [
+            ("ERROR", "FEATURE is not defined")]
+    write(root, "compile_flags.txt", "-DFEATURE\n")
+    path.write_text(CLANG_V2)
+    seen = len(wire(log, "feature.c"))
+    with Service(settings) as flagged:
+        opened(flagged)
+        report = flagged.check(path, before=CLANG_V1)
+    assert problems(report) == [("ERROR", "Use of undeclared identifier 'undeclared'")]
+    assert problems(report, "fixed") == []
+    assert "textDocument/didChange" in wire(log, "feature.c")[seen:]  # CLANG_V1 asked again
 
 
 @pytest.mark.real

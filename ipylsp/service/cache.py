@@ -28,6 +28,7 @@ from ipylsp.analysis import delta as delta_mod
 from ipylsp.model.answers import Symbol
 from ipylsp.model.diagnostics import Cached, Diagnostic, FileReport, Report, display_path
 from ipylsp.model.settings import Settings
+from ipylsp.servers import config_files
 from ipylsp.servers.executables import data_dir
 from ipylsp.service.check.before_text import readable_text
 from ipylsp.service.check.file_reports import common_root, display_root
@@ -53,13 +54,15 @@ def store_file(settings: Settings) -> Path | None:
 
 
 def config_key(slot: Slot | None) -> str:
-    """What a server's answer depends on besides the text: its command, root, environment and
-    settings (another venv or pyproject answers differently). "" when there is no slot."""
+    """What a server's answer depends on besides the text: its command, root, environment,
+    settings, and what its configuration files at the root say (another venv, compile flags or
+    `[tool.ty]` section answers differently; `servers.config_files`). "" when there is no
+    slot."""
     if slot is None:
         return ""
     spec = slot.spec
     facts = [list(slot.command), str(slot.root), dict(spec.env), spec.settings,
-             spec.initialization_options]
+             spec.initialization_options, config_files.digest(slot.root, spec.config_files)]
     text = json.dumps(facts, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
@@ -189,15 +192,16 @@ class Answers:
     ) -> tuple[Diagnostic, ...]:
         """What to show for a server that did not answer: its stored answer, marked.
 
-        Stored for exactly the new text (and for the before text too: its delta, as live);
-        else its latest answer, all of it, stale (the store cannot tell what the write
-        changed)."""
+        Stored for exactly the new text (and for the before text too, under the same config:
+        its delta, as live); else its latest answer, all of it, stale (the store cannot tell
+        what the write changed)."""
         store = self.store()
         if store is None:
             return ()
         exact = store.get_diagnostics(str(path), new_text, server) if new_text else None
         if exact is not None and new_text is not None:
-            before = store.get_diagnostics(str(path), before_text, server) if before_text else None
+            before = (store.get_diagnostics(str(path), before_text, server, exact.config)
+                      if before_text else None)
             if not before_text or before is not None:
                 baseline = before.diagnostics if before is not None else ()
                 shown = delta_mod.compute_delta(

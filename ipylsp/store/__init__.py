@@ -1,6 +1,6 @@
-"""The persistent store: servers' answers kept in SQLite, per (file, text hash, server), so
-they outlive the kernel and stand in for a server that is down; and the outlines servers gave,
-for symbols by name.
+"""The persistent store: servers' answers kept in SQLite, per (file, text hash, server,
+configuration), so they outlive the kernel and stand in for a server that is down; and the
+outlines servers gave, for symbols by name.
 
 Owns the file (`db`: WAL, versioned migrations, a corrupt file rebuilt), the rows (`codec`), a
 writer thread (`writer`: writes never on the caller's path) and the facade (`store`). Keeps

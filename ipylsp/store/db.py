@@ -72,6 +72,27 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE answers ADD COLUMN config TEXT NOT NULL DEFAULT '';
     """,
+    # 4: the config is part of the key (what its configuration files say is in it now): a text
+    # keeps one answer per configuration; older rows keep a config no check computes now
+    """
+    CREATE TABLE answers_by_config (
+        path TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        server TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        config TEXT NOT NULL DEFAULT '',
+        payload TEXT NOT NULL,
+        written_at REAL NOT NULL,
+        used_at REAL NOT NULL,
+        PRIMARY KEY (path, text_hash, server, kind, config)
+    );
+    INSERT INTO answers_by_config
+        SELECT path, text_hash, server, kind, config, payload, written_at, used_at FROM answers;
+    DROP TABLE answers;
+    ALTER TABLE answers_by_config RENAME TO answers;
+    CREATE INDEX answers_by_path ON answers (path, kind, written_at);
+    CREATE INDEX answers_by_use ON answers (used_at);
+    """,
 )
 """Step n takes a file from `user_version` n to n + 1."""
 

@@ -63,11 +63,13 @@ class StoreInfo:
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """A server's stored answer: for the text whose hash is `text_hash`, at `written_at`."""
+    """A server's stored answer: for the text whose hash is `text_hash`, under `config`, at
+    `written_at`."""
 
     diagnostics: tuple[Diagnostic, ...]
     text_hash: str
     written_at: float
+    config: str = ""
 
     def stale(self, current_text: str | None) -> bool:
         return current_text is None or text_hash(current_text) != self.text_hash
@@ -108,7 +110,7 @@ def _symbols(rows: list[tuple[Any, ...]], *, with_path: bool) -> StoredSymbols |
     return StoredSymbols(symbols, hashes, min(float(row[8]) for row in rows))
 
 
-_ANSWER_ROW = "SELECT payload, text_hash, written_at FROM answers"
+_ANSWER_ROW = "SELECT payload, text_hash, written_at, config FROM answers"
 """The columns `Store._stored` reads, in its order."""
 
 
@@ -126,25 +128,29 @@ class Store:
         self, path: str, text: str, server: str, diagnostics: Sequence[Diagnostic],
         config: str = "",
     ) -> None:
-        """`config`: what else the answer depends on (the server's command, root, settings);
-        a baseline is taken only from an answer of the same config. Stamped now, in the order
-        of the puts, whenever the writer gets to it."""
+        """`config`: what else the answer depends on (the server's command, root, settings,
+        configuration files), part of the key: a baseline is taken only from an answer of the
+        same config. Stamped now, in the order of the puts, whenever the writer gets to it."""
         now = time.time()
-        row = (safe(path), text_hash(text), server, DIAGNOSTICS, encode(diagnostics), now, now,
-               config)
+        row = (safe(path), text_hash(text), server, DIAGNOSTICS, config, encode(diagnostics), now,
+               now)
 
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+            conn.execute(
+                "INSERT OR REPLACE INTO answers (path, text_hash, server, kind, config, payload,"
+                " written_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row,
+            )
 
         self._writer.put(write)
 
     def get_diagnostics(
         self, path: str, text: str, server: str, config: str | None = None
     ) -> Stored | None:
-        """The server's answer for exactly this text (and `config`, when given), or None."""
+        """The server's answer for exactly this text under `config`, or None; with no
+        `config`, the latest under any."""
         found = self._query(
             f"{_ANSWER_ROW} WHERE path = ? AND text_hash = ? AND server = ? AND kind = ?"
-            + ("" if config is None else " AND config = ?"),
+            + (" ORDER BY written_at DESC LIMIT 1" if config is None else " AND config = ?"),
             (safe(path), text_hash(text), server, DIAGNOSTICS,
              *(() if config is None else (config,))),
         )
@@ -162,13 +168,13 @@ class Store:
     def latest_by_server(self, path: str) -> dict[str, Stored]:
         """Every server's most recent answer for the file."""
         rows = self._query_all(
-            "SELECT server, payload, text_hash, max(written_at) FROM answers"
+            "SELECT server, payload, text_hash, max(written_at), config FROM answers"
             " WHERE path = ? AND kind = ? GROUP BY server ORDER BY server",
             (safe(path), DIAGNOSTICS),
         )
         found: dict[str, Stored] = {}
-        for server, payload, hashed, written_at in rows:
-            stored = self._stored(path, server, (payload, hashed, written_at))
+        for server, payload, hashed, written_at, config in rows:
+            stored = self._stored(path, server, (payload, hashed, written_at, config))
             if stored is not None:
                 found[server] = stored
         return found
@@ -270,19 +276,20 @@ class Store:
     def _stored(self, path: str, server: str, found: tuple[Any, ...] | None) -> Stored | None:
         if found is None:
             return None
-        payload, hashed, written_at = found
+        payload, hashed, written_at, config = found
         try:
             diagnostics = decode(payload)
         except ValueError:
             return None
         def touch(conn: sqlite3.Connection) -> None:  # least recently *used* goes first
             conn.execute(
-                "UPDATE answers SET used_at = ? WHERE path = ? AND text_hash = ? AND server = ?",
-                (time.time(), safe(path), hashed, server),
+                "UPDATE answers SET used_at = ? WHERE path = ? AND text_hash = ? AND server = ?"
+                " AND kind = ? AND config = ?",
+                (time.time(), safe(path), hashed, server, DIAGNOSTICS, config),
             )
 
         self._writer.put(touch)
-        return Stored(diagnostics, hashed, float(written_at))
+        return Stored(diagnostics, hashed, float(written_at), str(config))
 
     @staticmethod
     def _used_bytes(conn: sqlite3.Connection) -> int:
