@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="diagnostics for files (exit 1 when problems found)")
     check.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    check.add_argument("--json", action="store_true", help="the ipylsp.diagnostics/1 schema")
+    check.add_argument("--json", action="store_true", help="the ipylsp.diagnostics/2 schema")
     check.add_argument(
         "--severity", choices=("error", "warning", "all"),
         help="lowest severity shown (default: IPyLSP.severity, error)",
@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         "path", nargs="?", type=Path, default=None, metavar="PATH",
         help="a file, or a directory for every stored file under it (default: the current one)",
     )
-    stored.add_argument("--json", action="store_true", help="the ipylsp.diagnostics/1 schema")
+    stored.add_argument("--json", action="store_true", help="the ipylsp.diagnostics/2 schema")
     stored.add_argument(
         "--severity", choices=("error", "warning", "all"),
         help="lowest severity shown (default: IPyLSP.severity, error)",
@@ -258,7 +258,7 @@ CLI_MORE_HINT = "check fewer files at a time"
 
 
 def _print_report(report: Report, options: FormatOptions, out: TextIO, *, as_json: bool) -> None:
-    """A report as `--json` (schema ipylsp.diagnostics/1) or as its text block (none: clean)."""
+    """A report as `--json` (schema ipylsp.diagnostics/2) or as its text block (none: clean)."""
     from ipylsp.analysis import report as fmt
 
     if as_json:

@@ -79,6 +79,6 @@ def write(root: Path, name: str, text: str) -> Path:
 
 
 def json_diagnostics(report: Report, options: FormatOptions) -> list[dict[str, Any]]:
-    """The shown diagnostics of every file, in schema ipylsp.diagnostics/1 (1-based)."""
+    """The shown diagnostics of every file, in schema ipylsp.diagnostics/2 (1-based)."""
     files = cast("list[dict[str, Any]]", to_json(report, options)["files"])
     return [d for f in files for d in f["diagnostics"]]

@@ -315,7 +315,7 @@ def test_check_reports_what_an_edit_introduced_and_fixed(box: Toolbox) -> None:
         "(ty)\n"
         "</diagnostics>"
     )
-    assert result.data["schema"] == "ipylsp.diagnostics/1"
+    assert result.data["schema"] == "ipylsp.diagnostics/2"
     assert result.data["files"][0]["path"] == "main.py"
     write(root, "main.py", MAIN)
     assert ok(box.call("lsp_check", {"path": "main.py"})) == "fixed 1 error in main.py"

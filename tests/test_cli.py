@@ -98,7 +98,7 @@ def test_check_json(ws: Path) -> None:
     code, out = run(ws, "check", "--json", "bad.c")
     assert code == EXIT_PROBLEMS
     assert json.loads(out) == {
-        "schema": "ipylsp.diagnostics/1",
+        "schema": "ipylsp.diagnostics/2",
         "root": str(ws),
         "severity": "error",
         "files": [

@@ -370,7 +370,7 @@ def test_report_bundle_has_exactly_three_mime_types(write_paths: dict[str, Cell]
     html = display["data"]["text/html"]
     assert "open_w.py" in html and "is not assignable to" in html and "<script" not in html
     payload = display["data"][MIME]
-    assert payload["schema"] == "ipylsp.diagnostics/1"
+    assert payload["schema"] == "ipylsp.diagnostics/2"
     (entry,) = payload["files"]
     assert entry["path"] == "open_w.py"
     assert [(d["line"], d["column"], d["severity"], d["code"], d["source"])

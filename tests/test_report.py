@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -400,7 +401,7 @@ def test_json_schema_exact() -> None:
     )
     data = to_json(report(f, notes=("n",)))
     assert data == {
-        "schema": "ipylsp.diagnostics/1",
+        "schema": "ipylsp.diagnostics/2",
         "root": "/work/project",
         "severity": "error",
         "files": [
@@ -491,6 +492,19 @@ def test_json_root_may_be_missing() -> None:
     assert to_json(Report(files=(file(),)))["root"] is None
 
 
+def test_json_cell_entries_carry_the_count_and_the_front_ends_id() -> None:
+    """The editor finds a cell by the id JupyterLab sent, else by its execution count."""
+    cells = (
+        replace(file("cell [4]", (d(0, 2),)), cell=4, cell_id="7f3a-c2"),
+        replace(file("cell [5]", (d(1, 0),)), cell=5),
+    )
+    files = to_json(report(*cells))["files"]
+    assert isinstance(files, list)
+    assert [(f["path"], f["cell"], f.get("cell_id")) for f in files] == [
+        ("cell [4]", 4, "7f3a-c2"), ("cell [5]", 5, None)]
+    assert "cell" not in to_json(report(file()))["files"][0]  # type: ignore[index]
+
+
 # --- the bundle and options -----------------------------------------------------------------
 
 
@@ -501,7 +515,7 @@ def test_mime_bundle_keys() -> None:
     assert "text/markdown" not in bundle and "application/json" not in bundle
     payload = bundle[MIME_TYPE]
     assert isinstance(payload, dict)
-    assert payload["schema"] == SCHEMA == "ipylsp.diagnostics/1"
+    assert payload["schema"] == SCHEMA == "ipylsp.diagnostics/2"
     assert bundle["text/plain"] == format_text(report(file(diagnostics=(d(0, 0),))))
 
 

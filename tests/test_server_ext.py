@@ -140,7 +140,7 @@ async def test_diagnostics_status_and_tools(
     jp_fetch: Any, jp_root_dir: Path, app_py: Path, stop_state: None
 ) -> None:
     code, one = await call(jp_fetch, "GET", "diagnostics", path="app.py")
-    assert code == 200 and one["schema"] == "ipylsp.diagnostics/1"
+    assert code == 200 and one["schema"] == "ipylsp.diagnostics/2"
     assert [f["path"] for f in one["files"]] == ["app.py"]
     code, status = await call(jp_fetch, "GET", "status")
     assert code == 200

@@ -44,7 +44,7 @@ class Case:
     filename: str
     bad: str
     fixed: str
-    # what the report must say, 1-based, end exclusive (schema ipylsp.diagnostics/1)
+    # what the report must say, 1-based, end exclusive (schema ipylsp.diagnostics/2)
     severity: str
     start: tuple[int, int]
     end: tuple[int, int]

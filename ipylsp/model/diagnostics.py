@@ -145,6 +145,8 @@ class FileReport:
     """A file the check did not write: what the write broke or fixed there (a caller)."""
     cell: int | None = None
     """A notebook cell's problems (`display_path` "cell [n]"): its execution count."""
+    cell_id: str | None = None
+    """A notebook cell's id, as the front end sent it (JupyterLab does; nbclient does not)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,7 +74,7 @@ class IPyLSPHandler(APIHandler):
         self.finish(json.dumps(body))
 
     def reply_data(self, result: ToolResult) -> None:
-        """A report's diagnostics JSON (schema ipylsp.diagnostics/1), or the error."""
+        """A report's diagnostics JSON (schema ipylsp.diagnostics/2), or the error."""
         if result.ok:
             self.reply(result.data)
         else:

@@ -312,6 +312,7 @@ def _in_cells(
             current=tuple(current.get(key, (cell, []))[1]), fixed=tuple(gone),
             unknown=unknown, servers=doc.servers, elsewhere=key != newest.key,
             cell=cell.count if cell.count is not None else 0,  # 0: code not run yet
+            cell_id=cell.cell_id,
         ))
     others = tuple(f for f in checked.files if f is not doc)
     return replace(checked, files=(*files, *others))

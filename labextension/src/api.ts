@@ -6,7 +6,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { IReport, parseReport } from './schema';
+import { IReport, parseReport, SCHEMA } from './schema';
 
 /** `running`, `starting`, `broken` or `stopped` (other states may come). */
 export type ServerState = string;
@@ -75,12 +75,12 @@ export async function fetchStatus(): Promise<IStatus> {
   };
 }
 
-/** The current problems (schema ipylsp.diagnostics/1): of `path` (server-relative) or all. */
+/** The current problems (schema ipylsp.diagnostics/2): of `path` (server-relative) or all. */
 export async function fetchDiagnostics(path?: string): Promise<IReport> {
   const query: Record<string, string> = path === undefined ? {} : { path };
   const report = parseReport(await getJSON('diagnostics', query));
   if (!report) {
-    throw new ApiError(200, 'the answer is not ipylsp.diagnostics/1');
+    throw new ApiError(200, `the answer is not ${SCHEMA}`);
   }
   return report;
 }

@@ -1,10 +1,13 @@
 /**
- * The diagnostics JSON, schema "ipylsp.diagnostics/1" (docs/schema.md). Consumers ignore
- * fields they do not know; `parseReport` checks only what the views rely on.
+ * The diagnostics JSON, schema "ipylsp.diagnostics/2" (docs/schema.md; /1, without cell ids,
+ * is still read: notebooks keep the outputs they saved). Consumers ignore fields they do not
+ * know; `parseReport` checks only what the views rely on.
  */
 
 export const MIME_TYPE = 'application/vnd.ipylsp.diagnostics+json';
-export const SCHEMA = 'ipylsp.diagnostics/1';
+export const SCHEMA = 'ipylsp.diagnostics/2';
+/** The versions this extension reads. */
+export const SCHEMAS: readonly string[] = ['ipylsp.diagnostics/1', SCHEMA];
 
 export type Severity = 'error' | 'warning' | 'information' | 'hint';
 
@@ -47,6 +50,8 @@ export interface IFileReport {
   absolute_path: string;
   /** A notebook cell's entry: its execution count (`path` is then "cell [n]"). */
   cell?: number;
+  /** A notebook cell's entry: the cell's id, when the front end sent one (schema /2). */
+  cell_id?: string;
   /** "cache" when every shown diagnostic is a stored answer, "mixed" when some are. */
   source?: 'cache' | 'mixed';
   servers: string[];
@@ -78,9 +83,14 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The report in `value`, or null when it is not schema ipylsp.diagnostics/1. */
+/** The report in `value`, or null when it is not a schema this extension reads. */
 export function parseReport(value: unknown): IReport | null {
-  if (!isObject(value) || value.schema !== SCHEMA || !Array.isArray(value.files)) {
+  if (
+    !isObject(value) ||
+    typeof value.schema !== 'string' ||
+    !SCHEMAS.includes(value.schema) ||
+    !Array.isArray(value.files)
+  ) {
     return null;
   }
   const files = value.files.filter(

@@ -56,6 +56,11 @@ class Cell:
     def label(self) -> str:
         return f"cell [{self.count}]" if self.count is not None else "cell [ ]"
 
+    @property
+    def cell_id(self) -> str | None:
+        """The front end's id of the cell, when it sent one."""
+        return self.key[len(IDENTIFIED):] if self.key.startswith(IDENTIFIED) else None
+
 
 def make_cell(key: str, count: int | None, source: str) -> Cell:
     neutral = neutralize(source)

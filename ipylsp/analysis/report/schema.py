@@ -1,4 +1,4 @@
-"""The structured rendering: versioned JSON, schema "ipylsp.diagnostics/1" (docs/schema.md).
+"""The structured rendering: versioned JSON, schema "ipylsp.diagnostics/2" (docs/schema.md).
 
 Its own module: the JSON is for programs and keeps what the text cuts (whole messages, every
 server's diagnostic of a merged line, every unknown server, 1-based ranges with their ends,
@@ -16,11 +16,11 @@ from ipylsp.analysis.report.merge import merge
 from ipylsp.analysis.report.selection import FileView, FormatOptions, cap
 from ipylsp.model.diagnostics import Cached, Diagnostic, Report, Severity, Unknown
 
-SCHEMA = "ipylsp.diagnostics/1"
+SCHEMA = "ipylsp.diagnostics/2"
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, object]:
-    """One diagnostic in schema ipylsp.diagnostics/1 (1-based; end is exclusive)."""
+    """One diagnostic in schema ipylsp.diagnostics/2 (1-based; end is exclusive)."""
     r = d.range
     out: dict[str, object] = {
         "severity": d.severity.json_name,
@@ -53,10 +53,10 @@ def cached_json(cached: Cached, now: float | None = None) -> dict[str, object]:
 def _diagnostics_json(view: FileView) -> list[dict[str, object]]:
     """The shown rows' diagnostics; a later server's diagnostic of a merged line says which
     one it repeats (`same_as`, an index in this list)."""
-    return _rows_json(view.rows)
+    return rows_json(view.rows)
 
 
-def _rows_json(rows: Iterable[Sequence[Diagnostic]]) -> list[dict[str, object]]:
+def rows_json(rows: Iterable[Sequence[Diagnostic]]) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for row in rows:
         first = len(out)
@@ -73,7 +73,7 @@ def to_json(
     report: Report, options: FormatOptions | None = None, *,
     selected: list[FileView] | None = None,
 ) -> dict[str, object]:
-    """The structured form (schema "ipylsp.diagnostics/1", see docs/schema.md)."""
+    """The structured form (schema "ipylsp.diagnostics/2", see docs/schema.md)."""
     options = options or FormatOptions()
     views = select(report, options) if selected is None else selected
     fixed_cap = cap(options.max_per_file)
@@ -86,7 +86,7 @@ def to_json(
                 "absolute_path": str(f.path),
                 "servers": list(f.servers),
                 "diagnostics": _diagnostics_json(view),
-                "fixed": _rows_json(merge(view.fixed[:fixed_cap])),
+                "fixed": rows_json(merge(view.fixed[:fixed_cap])),
                 "fixed_count": len(view.fixed),
                 "unknown": [_unknown_json(u) for u in f.unknown],
                 "omitted": view.omitted,
@@ -94,6 +94,8 @@ def to_json(
         )
         if f.cell is not None:  # a notebook cell's problems: "path" is "cell [n]"
             entry["cell"] = f.cell
+            if f.cell_id is not None:  # the front end's id: where the editor finds it
+                entry["cell_id"] = f.cell_id
         if any(d.cached is not None for d in f.diagnostics):
             entry["source"] = "cache" if all(d.cached for d in f.diagnostics) else "mixed"
         files.append(entry)
