@@ -1,7 +1,8 @@
 """ipylsp's tools for Jupyter AI: the `jupyter_server_mcp.tools` entry point names one
 `module:function` per tool once `c.IPyLSP.jupyter_ai_tools` turns them on (none by default),
-and an MCP server that derives schemas from signatures (the SDK's `MCPServer`, as Jupyter AI's
-does) sees the same tools, arguments and answers as every other surface."""
+and an MCP server that derives schemas from signatures (the SDK's own, as Jupyter AI's does)
+sees the same tools, arguments and answers as every other surface. jupyter-server-mcp itself:
+tests/jupyter_ai/check_jupyter_server_mcp.py."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ipylsp.agent import TOOLS, tool_schemas
 from ipylsp.model.settings import Settings
 from ipylsp.server import state
 from ipylsp.server.jupyter_ai import FUNCTIONS, MCP_TOOLS, TURN_ON, ToolFailed
+from tests.mcp_sdk import call_texts, signature_server, tool_error, wire
 from tests.real_servers import DATA_DIR, require, workspace, write
 
 
@@ -87,16 +89,19 @@ def test_the_entry_point_lists_every_tool_once_turned_on(
     assert [spec.rpartition(":")[2] for spec in listed] == list(TOOLS)
 
 
-def test_signatures_give_the_same_arguments() -> None:
-    server_module = pytest.importorskip("mcp.server.mcpserver")
-    server = server_module.MCPServer("jupyter-ai-like")
+def _jupyter_ai_like() -> Any:
+    server = signature_server("jupyter-ai-like")
     for function in FUNCTIONS.values():
         server.add_tool(function)
-    derived = {t.name: t for t in asyncio.run(server.list_tools())}
+    return server
+
+
+def test_signatures_give_the_same_arguments() -> None:
+    derived = {t.name: wire(t) for t in asyncio.run(_jupyter_ai_like().list_tools())}
     for ours in tool_schemas("mcp"):
         tool = derived[ours["name"]]
-        schema = tool.input_schema
-        assert tool.description == ours["description"]
+        schema = tool["inputSchema"]
+        assert tool["description"] == ours["description"]
         assert set(schema["properties"]) == set(ours["inputSchema"]["properties"])
         assert sorted(schema.get("required", [])) == sorted(ours["inputSchema"].get("required", []))
         for name, prop in ours["inputSchema"]["properties"].items():
@@ -121,13 +126,8 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 @pytest.mark.real
 def test_a_call_answers_from_the_server_extensions_service(served: Path) -> None:
     write(served, "app.py", "count: int = 'three'\n")
-    server_module = pytest.importorskip("mcp.server.mcpserver")
-    server = server_module.MCPServer("jupyter-ai-like")
-    for function in FUNCTIONS.values():
-        server.add_tool(function)
-    result = asyncio.run(server.call_tool("lsp_check", {"path": "app.py"}))
-    assert not result.is_error
-    assert [c.text for c in result.content] == [
+    answered = asyncio.run(call_texts(_jupyter_ai_like(), "lsp_check", {"path": "app.py"}))
+    assert answered == [
         '<diagnostics file="app.py">\n'
         "ERROR [1:14] Object of type `Literal[\"three\"]` is not assignable to `int` "
         "[invalid-assignment] (ty)\n"
@@ -146,16 +146,11 @@ def test_a_call_answers_from_the_server_extensions_service(served: Path) -> None
 def test_a_failed_call_is_marked_failed(served: Path) -> None:
     """`error [...]` as a plain answer would read as success (`isError` false): it is raised,
     and the MCP server marks the call failed with the tool's own error line."""
-    server_module = pytest.importorskip("mcp.server.mcpserver")
-    server = server_module.MCPServer("jupyter-ai-like")
-    for function in FUNCTIONS.values():
-        server.add_tool(function)
-    exceptions = pytest.importorskip("mcp.server.mcpserver.exceptions")
-    # an anticipated failure: the server answers `isError` with this very text (an unexpected
-    # one would say only "Error executing tool lsp_check")
-    with pytest.raises(exceptions.ToolError) as failed:
-        asyncio.run(server.call_tool("lsp_check", {"path": "../outside.py"}))
-    assert not isinstance(failed.value, exceptions.UnexpectedToolError)
+    # an anticipated failure: the server answers `isError` with this very text (2.x's
+    # unexpected one, a subclass, would say only "Error executing tool lsp_check")
+    with pytest.raises(tool_error()) as failed:
+        asyncio.run(_jupyter_ai_like().call_tool("lsp_check", {"path": "../outside.py"}))
+    assert type(failed.value) is tool_error()
     assert str(failed.value).startswith(  # the SDK's prefix, then the tool's own line
         "Error executing tool lsp_check: error [outside_workspace]: ../outside.py is outside "
         "the workspace"

@@ -21,6 +21,7 @@ import pytest
 from ipylsp.agent import tool_schemas
 from ipylsp.lsp.procfs import descendants, running, wait_exited
 from tests.conftest import MARKER, MARKER_VAR
+from tests.mcp_sdk import wire
 from tests.real_servers import DATA_DIR, require, write
 from tests.test_agent_tools import MAIN, SHAPES
 from tests.test_layers import graph
@@ -91,11 +92,11 @@ class Client:
 
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
         """(is_error, the one text block)."""
-        result = self.portal.call(self.session.call_tool, name, arguments)
-        [block] = result.content
-        assert block.type == "text"
-        assert result.structured_content is None
-        return result.is_error, block.text
+        result = wire(self.portal.call(self.session.call_tool, name, arguments))
+        [block] = result["content"]
+        assert block["type"] == "text"
+        assert "structuredContent" not in result
+        return bool(result.get("isError")), block["text"]
 
     def ok(self, name: str, arguments: dict[str, Any]) -> str:
         is_error, text = self.call(name, arguments)
@@ -125,12 +126,12 @@ def test_the_tools_are_the_table(client: Client) -> None:
     assert [tool.name for tool in listed] == [schema["name"] for schema in expected]
     for tool, schema in zip(listed, expected, strict=True):
         assert tool.description == schema["description"]
-        assert tool.input_schema == schema["inputSchema"]
+        assert wire(tool)["inputSchema"] == schema["inputSchema"]
         assert tool.annotations is not None
-        assert tool.annotations.model_dump(by_alias=True, exclude_none=True) == (
+        assert wire(tool.annotations) == (
             schema["annotations"]
         )
-    assert listed[0].annotations is not None and listed[0].annotations.read_only_hint is True
+    assert wire(listed[0])["annotations"]["readOnlyHint"] is True
 
 
 @pytest.mark.real

@@ -27,6 +27,7 @@ from ipylsp.lsp.procfs import descendants, wait_exited
 from ipylsp.lsp.procfs import running as is_running
 from ipylsp.server.handlers import NO_TOKEN
 from tests.conftest import cmdline
+from tests.mcp_sdk import http_client, texts
 from tests.real_servers import DATA_DIR, require
 
 pytestmark = pytest.mark.real
@@ -125,13 +126,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path
         _stop(process)
 
 
-async def _session(url: str, headers: dict[str, str]) -> tuple[list[str], Any, Any]:
-    import httpx2
+Answer = tuple[bool, list[str]]  # (isError, the text blocks)
+
+
+async def _session(url: str, headers: dict[str, str]) -> tuple[list[str], Answer, Answer]:
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=60) as client,
+        http_client(headers) as client,
         streamable_http_client(url, http_client=client) as (read, write, *_),
         ClientSession(read, write) as session,
     ):
@@ -139,7 +142,7 @@ async def _session(url: str, headers: dict[str, str]) -> tuple[list[str], Any, A
         listed = await session.list_tools()
         checked = await session.call_tool("lsp_check", {"path": "app.py"})
         refused = await session.call_tool("lsp_check", {"path": "../outside.py"})
-        return [t.name for t in listed.tools], checked, refused
+        return [t.name for t in listed.tools], texts(checked), texts(refused)
 
 
 def test_mcp_over_http_with_the_token(server: tuple[int, Path]) -> None:
@@ -149,14 +152,13 @@ def test_mcp_over_http_with_the_token(server: tuple[int, Path]) -> None:
         _session(url, {"Authorization": f"token {TOKEN}"})
     )
     assert names == [t["name"] for t in tool_schemas("mcp")]
-    assert not checked.is_error
-    assert [c.text for c in checked.content] == [
+    assert checked == (False, [
         '<diagnostics file="app.py">\n'
         "ERROR [4:7] Name `totl` used when not defined [unresolved-reference, F821] (ty, Ruff)\n"
         "</diagnostics>"
-    ]
-    assert refused.is_error
-    assert refused.content[0].text.startswith(
+    ])
+    assert refused[0]
+    assert refused[1][0].startswith(
         "error [outside_workspace]: ../outside.py is outside the workspace"
     )
 
@@ -188,8 +190,8 @@ def test_mcp_over_http_with_the_token_in_the_url(server: tuple[int, Path]) -> No
         _session(f"http://127.0.0.1:{port}/ipylsp/mcp?token={TOKEN}", {})
     )
     assert names == [t["name"] for t in tool_schemas("mcp")]
-    assert not checked.is_error and "app.py" in checked.content[0].text  # new, or known
-    assert refused.is_error
+    assert not checked[0] and "app.py" in checked[1][0]  # new, or known
+    assert refused[0]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -204,7 +206,7 @@ def test_a_server_that_served_mcp_stops_at_once_and_cleanly(
         names, checked, _ = asyncio.run(
             _session(f"http://127.0.0.1:{port}/ipylsp/mcp", {"Authorization": f"token {TOKEN}"})
         )
-        assert "lsp_check" in names and not checked.is_error
+        assert "lsp_check" in names and not checked[0]
         servers = {p: Path(cmdline(p).split()[0]).name for p in descendants(process.pid)}
         running = [p for p, name in servers.items() if name in ("ty", "ruff")]
         assert sorted(servers[p] for p in running) == ["ruff", "ty"]  # they answered

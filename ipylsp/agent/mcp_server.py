@@ -1,6 +1,8 @@
-"""The agent tools over MCP, with the official SDK (`pip install 'ipylsp[mcp]'`). With the
-Jupyter server's HTTP transport (`server/mcp_http.py`), the only module that imports `mcp`,
-and only inside its functions, so the SDK stays an extra.
+"""The agent tools over MCP, with the official SDK (`pip install 'ipylsp[mcp]'`), 1.x (as
+Jupyter AI 3.2 pins it) or 2.x: one code path, the few differences in named shims
+(`_sdk_server`; wire-shaped values, whose camelCase names both lines read). With the Jupyter
+server's HTTP transport (`server/mcp_http.py`), the only module that imports `mcp`, and only
+inside its functions, so the SDK stays an extra.
 
 - `build_server(toolbox)`: the SDK's low-level `Server`, transport-free, so `ipylsp mcp`
   serves it over stdio and the Jupyter server extension can serve the same object over
@@ -27,7 +29,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NAME = "ipylsp"
+TITLE = "ipylsp: language servers for agents"
 MISSING_SDK = "ipylsp mcp needs the MCP SDK: pip install 'ipylsp[mcp]'"
 INSTRUCTIONS = (
     "Language-server tools for this workspace. After editing a file, call lsp_check(path) to "
@@ -114,37 +117,70 @@ def build_server(toolbox: Toolbox) -> Server[Any]:
     """The MCP server for `toolbox`'s tools; run it on any transport."""
     try:
         import anyio
-        import mcp_types as types
+        import mcp.types as types  # both lines (2.x: a mirror of `mcp_types`)
         from mcp.server.lowlevel import Server
     except ImportError as exc:
         raise SdkMissing(MISSING_SDK) from exc
 
+    # Made from their wire shape (camelCase): 1.x's fields are named so, 2.x's accept it.
     tools = [types.Tool.model_validate(schema) for schema in tool_schemas("mcp")]
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         # Not abandoned when cancelled (the client went away or gave up): the thread ends
         # within the check's budget, and the Service must not close under it.
         with anyio.CancelScope(shield=True):
-            result = await _in_daemon_thread(toolbox.call, params.name, params.arguments or {})
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text)], is_error=not result.ok
-        )
+            result = await _in_daemon_thread(toolbox.call, name, arguments)
+        return types.CallToolResult.model_validate({
+            "content": [{"type": "text", "text": result.text}], "isError": not result.ok,
+        })
 
-    return Server(
-        NAME,
-        version=__version__,
-        title="ipylsp: language servers for agents",
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    return _sdk_server(Server, tools, call_tool)
+
+
+CallTool = Callable[[str, "dict[str, Any]"], Awaitable[Any]]
+
+
+def _sdk_server(
+    server_class: type[Server[Any]], tools: list[Any], call_tool: CallTool
+) -> Server[Any]:
+    """The SDK's low-level `Server` answering `tools/list` with `tools` and `tools/call` with
+    `call_tool(name, arguments)`. 2.x takes the handlers in its constructor (with a request
+    context and the request's params); 1.x registers them with decorators, has no `title`,
+    and would validate arguments against the schema itself (off: the tool box validates them
+    and answers with its own error line)."""
+    if not _sdk_1x():
+        import mcp.types as types
+
+        async def on_list_tools(
+            ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=tools)
+
+        async def on_call_tool(
+            ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        ) -> types.CallToolResult:
+            return cast("types.CallToolResult",
+                        await call_tool(params.name, params.arguments or {}))
+
+        return server_class(
+            NAME,
+            version=__version__,
+            title=TITLE,
+            instructions=INSTRUCTIONS,
+            on_list_tools=on_list_tools,
+            on_call_tool=on_call_tool,
+        )
+    server: Any = cast(Any, server_class)(NAME, version=__version__, instructions=INSTRUCTIONS)
+    # 1.x warns of a call to a tool it did not list, which the tool box answers itself
+    # (`error [unknown_tool]` with the tools' names): not a warning for the client's log.
+    logging.getLogger(server_class.__module__).addFilter(_unlisted_tool_warning)
+
+    async def list_tools() -> list[Any]:
+        return tools
+
+    server.list_tools()(list_tools)
+    server.call_tool(validate_input=False)(call_tool)
+    return cast("Server[Any]", server)
 
 
 def http_session_manager(toolbox: Toolbox) -> Any:
@@ -181,7 +217,7 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
                 group.start_soon(_cancel_on_signal, group.cancel_scope)
                 # The transport claims the real stdout first; then stray prints go to stderr.
                 stdin = cast("anyio.AsyncFile[str]", _StdinLines(sys.stdin.fileno()))
-                async with stdio_server(stdin=stdin) as (read, write):
+                async with stdio_server(stdin=stdin, stdout=_sdk_stdout()) as (read, write):
                     with _stdout_to_stderr():
                         await server.run(read, write, server.create_initialization_options())
                 group.cancel_scope.cancel()
@@ -192,6 +228,29 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
     finally:
         service.close()
     return 0
+
+
+def _unlisted_tool_warning(record: logging.LogRecord) -> bool:
+    return "not listed, no validation will be performed" not in record.getMessage()
+
+
+def _sdk_1x() -> bool:
+    """The SDK's 1.x line: its low-level `Server` registers handlers with decorators."""
+    from mcp.server.lowlevel import Server
+
+    return hasattr(Server, "call_tool")
+
+
+def _sdk_stdout() -> Any:
+    """The stdout `stdio_server` writes to: 2.x's own (None), which points fd 1 at stderr
+    while it serves; for 1.x, a file of our own on a duplicate of fd 1: its default wraps
+    `sys.stdout.buffer` and closes it when the wrapper goes, so the CLI's last flush failed
+    (`I/O operation on closed file`)."""
+    if not _sdk_1x():
+        return None
+    import anyio
+
+    return anyio.wrap_file(open(os.dup(sys.stdout.fileno()), "w", encoding="utf-8"))
 
 
 def _warm_up() -> None:
