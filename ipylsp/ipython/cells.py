@@ -86,6 +86,11 @@ class CellHook:
             progress=progress, cold=COLD_BUDGET,
         )
 
+    @property
+    def started(self) -> CellSession | None:
+        """The session once a cell was checked (None before: nothing starts it here)."""
+        return self._session
+
     def _earlier_cells(self) -> list[tuple[int, str]]:
         """(count, source) of the cells run before this one, from IPython's history."""
         history = getattr(getattr(self._shell, "history_manager", None), "input_hist_raw", None)

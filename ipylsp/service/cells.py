@@ -38,6 +38,7 @@ from ipylsp.analysis.cells.document import (
     make_cell,
     unbound_loads,
 )
+from ipylsp.analysis.cells.marks import CellMarks
 from ipylsp.lsp.procfs import running
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason
 from ipylsp.model.settings import WORKSPACE_MARKERS
@@ -98,6 +99,8 @@ class CellSession:
         self._lock = threading.Lock()
         self.view: Callable[[], KernelView] = KernelView
         """Set by the adapter: the kernel's view, read on the caller's thread at each check."""
+        self.marks = CellMarks()
+        """Every cell's current problems, for the editors (read under `lock`)."""
 
     @property
     def cap(self) -> int:
@@ -140,11 +143,14 @@ class CellSession:
             self.history = after.kept()
             return report
 
-    def preflight(self, code: str, *, timeout: float | None = None) -> Report:
-        """What `code` would introduce if it ran now as a new cell. Nothing changes: the
+    def preflight(
+        self, code: str, *, cell_id: str | None = None, timeout: float | None = None
+    ) -> Report:
+        """What `code` would introduce if it ran now: as the cell `cell_id` (in its place,
+        replacing what that cell last ran), else as a new cell. Nothing changes: the
         history, the last document and the servers' known baseline stay as they were."""
         with self._lock:
-            cell = make_cell(_key(None, code), None, code)
+            cell = make_cell(_key(cell_id, code), None, code)
             after = self.history.with_cell(cell)
             return self._check(after, cell, timeout, None, ran=False)
 
@@ -167,6 +173,22 @@ class CellSession:
         with self._lock:
             self.history = CellHistory(cap=self.history.cap)
             self._last = None  # the servers' known baseline is simply not reused
+            self.marks = CellMarks()
+
+    @property
+    def lock(self) -> threading.Lock:
+        """Held by every check: `marks` is read under it."""
+        return self._lock
+
+    def _mark(
+        self, checked: Report, path: Path, document: CellDocument, kernel: Kernel, newest: Cell
+    ) -> None:
+        """A cell ran: the marks follow the document's current problems (only the newest
+        cell's while a server has not answered yet)."""
+        doc = next((f for f in checked.files if f.path == path and f.cell is None), None)
+        if doc is not None:
+            timed_out = any(u.reason is UnknownReason.TIMED_OUT for u in doc.unknown)
+            self.marks.update(document, doc.current, kernel, newest, complete=not timed_out)
 
     def _check(
         self,
@@ -205,6 +227,7 @@ class CellSession:
         )
         if ran:
             self._last = document
+            self._mark(checked, path, document, view.kernel, cell)
         return _in_cells(checked, path, document, before, view.kernel, cell,
                          keep_clean=not ran)
 
