@@ -9,8 +9,9 @@ check after a restart, and its size.
   one without (`Settings.store`), checking the same edits alternately (the order swaps every
   round): ``check(path)`` after a write, the baseline known (rolled forward), the answer cache.
   ``added_ms`` is the difference of the medians; ``store_calls_per_check_us`` is the store's own
-  time inside each check, timed around its two calls (a put per server, the lookup when no
-  baseline is known), which no noise of two ty processes hides.
+  time inside each check, timed around its calls (a put per server, the lookup when no
+  baseline is known, the answers' key with its configuration files' stats), which no noise of
+  two ty processes hides.
 - ``restart``, per server (ty, basedpyright): a new service (what a restarted kernel has)
   checks a file whose before text the server answered for before the restart: with the store
   it asks the server once (the new text), without it twice (the baseline, then the new text).
@@ -41,13 +42,17 @@ import _common as c
 from ipylsp.lsp import jsonrpc
 from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
 from ipylsp.model.settings import Settings
+from ipylsp.servers import config_files
 from ipylsp.service import cache
+from ipylsp.service.check import files as files_mod
 from ipylsp.service.service import Service
 from ipylsp.store import Store
 
 HEAD = "def double(value: int) -> int:\n    return value * 2\n\n\n"
 EDITS = (HEAD + 'x: int = "s"\n', HEAD + 'x: int = "s"\ny: str = double(2)\n')
 """One error, then two: the check of each edit introduces or fixes one."""
+PYPROJECT = '[project]\nname = "bench"\n\n[tool.ty.rules]\nunused-ignore-comment = "warn"\n'
+"""A configuration file the answers' key digests (read once, then stat'ed per check)."""
 BIG_HEAD = "".join(
     f"def f{i}(value: int, name: str) -> str:\n    total = value * {i}\n"
     f"    return name + str(total)\n\n\n" for i in range(400)
@@ -66,31 +71,39 @@ def diagnostics(n: int) -> tuple[Diagnostic, ...]:
 
 
 class StoreClock:
-    """Time spent in the store's calls from a check (bench-side wrapping of `Answers`)."""
+    """Time spent in the store's calls from a check (bench-side wrapping of `Answers`, and of
+    the answers' key, `config_key`, which stats the server's configuration files)."""
 
     def __init__(self) -> None:
         self.spent = 0.0
+        self.key_spent = 0.0
+        """Of `spent`, in `config_key`."""
 
     @contextmanager
     def installed(self) -> Iterator[None]:
         saved = {name: getattr(cache.Answers, name) for name in ("put", "baseline")}
+        key = files_mod.config_key
 
-        def timed(original: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(original: Callable[..., Any], *, is_key: bool = False) -> Callable[..., Any]:
             def call(*args: Any, **kwargs: Any) -> Any:
                 t0 = time.perf_counter()
                 try:
                     return original(*args, **kwargs)
                 finally:
-                    self.spent += time.perf_counter() - t0
+                    spent = time.perf_counter() - t0
+                    self.spent += spent
+                    self.key_spent += spent if is_key else 0.0
             return call
 
         for name, original in saved.items():
             setattr(cache.Answers, name, timed(original))
+        files_mod.config_key = timed(key, is_key=True)
         try:
             yield
         finally:
             for name, original in saved.items():
                 setattr(cache.Answers, name, original)
+            files_mod.config_key = key
 
 
 class PullCounter:
@@ -121,22 +134,28 @@ def settings(iso: c.Isolation, store: Path | None, server: str = "ty") -> Settin
 
 
 def bench_check(iso: c.Isolation, n: int, store: Path) -> dict[str, Any]:
-    ws = iso.workspace({"on.py": EDITS[0], "off.py": EDITS[0]}, "check")
+    ws = iso.workspace({"on.py": EDITS[0], "off.py": EDITS[0], "pyproject.toml": PYPROJECT},
+                       "check")
     clock = StoreClock()
     times: dict[str, list[float]] = {"on": [], "off": []}
     per_check: list[float] = []
+    key_per_check: list[float] = []
     wrong = 0
     with Service(settings(iso, store)) as on, Service(settings(iso, None)) as off, \
             clock.installed():
         services = {"on": (on, ws / "on.py"), "off": (off, ws / "off.py")}
         for service, path in services.values():  # start ty, know the first text
             service.check(path, before="")
+        # A configuration file changed less than RACY_NS ago is read again by every check (its
+        # stat cannot be trusted yet); the measured rounds are the steady state after that.
+        written = (ws / "pyproject.toml").stat().st_ctime_ns
+        time.sleep(max(0.0, (written + config_files.RACY_NS - time.time_ns()) / 1e9))
         for round_ in range(n + 5):
             text = EDITS[(round_ + 1) % 2]
             for name in (("on", "off") if round_ % 2 else ("off", "on")):
                 service, path = services[name]
                 path.write_text(text)
-                spent_before = clock.spent
+                spent_before, key_before = clock.spent, clock.key_spent
                 t0 = time.perf_counter()
                 report = service.check(path)
                 elapsed = time.perf_counter() - t0
@@ -146,6 +165,7 @@ def bench_check(iso: c.Isolation, n: int, store: Path) -> dict[str, Any]:
                     times[name].append(c.ms(elapsed))
                     if name == "on":
                         per_check.append((clock.spent - spent_before) * 1e6)
+                        key_per_check.append((clock.key_spent - key_before) * 1e6)
     on_ms, off_ms = c.median(times["on"]), c.median(times["off"])
     return {
         "n": n,
@@ -154,6 +174,7 @@ def bench_check(iso: c.Isolation, n: int, store: Path) -> dict[str, Any]:
         "added_ms": c.difference(on_ms, off_ms),
         "ratio_on_off": c.ratio(on_ms, off_ms),
         "store_calls_per_check_us": round(c.median(per_check) or 0, 1),
+        "of_which_config_key_us": round(c.median(key_per_check) or 0, 1),
         "wrong_results": wrong,
     }
 
@@ -223,7 +244,7 @@ def bench_size(files: int) -> dict[str, Any]:
         "writer_drain_after_puts_ms": drained_ms,
         "get_median_us": round(c.median(get_us) or 0, 1),
         "open_ms": open_ms,
-        "rows": info["rows"], "used_bytes": info["bytes"], "file_bytes_with_wal": size,
+        "rows": info.rows, "used_bytes": info.bytes, "file_bytes_with_wal": size,
     }
 
 

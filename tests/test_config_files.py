@@ -20,9 +20,9 @@ PYPROJECT = '[project]\nname = "app"\n\n[tool.ty.rules]\nunresolved-reference = 
 
 @pytest.fixture(autouse=True)
 def fresh_cache() -> Iterator[None]:
-    config_files._cache.clear()
+    config_files.forget()
     yield
-    config_files._cache.clear()
+    config_files.forget()
 
 
 def settled(path: Path, text: str) -> Path:

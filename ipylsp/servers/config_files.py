@@ -7,9 +7,10 @@ its root): a whole file (`compile_flags.txt`), a TOML table (`pyproject.toml:too
 parsed value, so a comment or another tool's section changes nothing) or INI sections
 (`setup.cfg:mypy`: `[mypy]` and `[mypy-*]`). A file that does not parse counts as its text.
 
-`digest` costs one `stat` per named file: a file is read again only when its size, mtime,
-ctime, inode or device changed, or when it was changed too recently for its mtime to be
-trusted (a write within the file system's timestamp granularity keeps the mtime).
+`digest` costs one `stat` per named file, and nothing more while every stat is as it was: a
+file is read again only when its size, mtime, ctime, inode or device changed, or when it was
+changed too recently for its stat to be trusted (a write within the file system's timestamp
+granularity keeps the mtime).
 
 Reads files; knows nothing of the store, the pool or the check that asks.
 """
@@ -17,6 +18,7 @@ Reads files; knows nothing of the store, the pool or the check that asks.
 from __future__ import annotations
 
 import configparser
+import functools
 import hashlib
 import importlib
 import json
@@ -26,17 +28,21 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["digest"]
+__all__ = ["digest", "forget"]
 
 RACY_NS = 2_000_000_000
 """A file changed less than this before it was read is read again next time: its mtime may not
 move for a write within the same tick (1-2 s on some file systems)."""
 MAX_CACHED = 512
-"""Entries kept; beyond, the cache starts over (it is rebuilt by one read per file)."""
+"""Entries kept per cache; beyond, it starts over (rebuilt by one read per file)."""
 
 Signature = tuple[int, int, int, int, int]
+Place = tuple[str, str, str]  # path, name relative to the root, section
 
-_cache: dict[tuple[str, str], tuple[Signature, str]] = {}
+_files: dict[tuple[str, str], tuple[Signature, str]] = {}
+"""(path, section) -> the file's stat and what it says, for files read out of the racy window."""
+_combined: dict[tuple[str, tuple[str, ...]], tuple[tuple[Signature | None, ...], str]] = {}
+"""(root, entries) -> every file's stat and the digest, when every file's part was trusted."""
 
 
 def digest(root: Path, entries: tuple[str, ...]) -> str:
@@ -44,32 +50,39 @@ def digest(root: Path, entries: tuple[str, ...]) -> str:
     there are none. A missing file, table or section counts as saying nothing."""
     if not entries:
         return ""
-    parts = [f"{entry}={_entry_digest(root, entry)}" for entry in entries]
-    return _hash("\0".join(parts).encode())
-
-
-def _entry_digest(root: Path, entry: str) -> str:
-    name, _, section = entry.partition(":")
-    path = os.path.join(root, name)
-    signature = _signature(path)
-    if signature is None:
-        return ""
-    key = (path, section)
-    cached = _cache.get(key)
-    if cached is not None and cached[0] == signature:
+    key = (str(root), entries)
+    places, paths = _places(*key)
+    stats = {path: _signature(path) for path in paths}  # a file named twice: one stat
+    signatures = tuple(stats[path] for path, _, _ in places)
+    cached = _combined.get(key)
+    if cached is not None and cached[0] == signatures:
         return cached[1]
-    read_at = time.time_ns()
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return ""
-    found = _section_digest(name, data, section) if section else _hash(data)
-    if read_at - max(signature[1], signature[2]) >= RACY_NS:
-        if len(_cache) >= MAX_CACHED:
-            _cache.clear()
-        _cache[key] = (signature, found)
-    return found
+    parts: list[str] = []
+    trusted = True
+    for place, signature in zip(places, signatures, strict=True):
+        found, sure = _entry_digest(place, signature)
+        parts.append(f"{place[1]}:{place[2]}={found}")
+        trusted = trusted and sure
+    result = _hash("\0".join(parts).encode())
+    if trusted:
+        _remember(_combined, key, (signatures, result))
+    return result
+
+
+def forget() -> None:
+    """Every cached digest dropped: the next `digest` reads every file again."""
+    _files.clear()
+    _combined.clear()
+
+
+@functools.lru_cache(maxsize=256)
+def _places(root: str, entries: tuple[str, ...]) -> tuple[tuple[Place, ...], tuple[str, ...]]:
+    """Each entry's place, and the distinct paths among them."""
+    places = []
+    for entry in entries:
+        name, _, section = entry.partition(":")
+        places.append((os.path.join(root, name), name, section))
+    return tuple(places), tuple(dict.fromkeys(path for path, _, _ in places))
 
 
 def _signature(path: str) -> Signature | None:
@@ -79,6 +92,33 @@ def _signature(path: str) -> Signature | None:
     except OSError:
         return None
     return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+
+
+def _entry_digest(place: Place, signature: Signature | None) -> tuple[str, bool]:
+    """What one file (or its section) says, and whether its stat may stand for it next time."""
+    if signature is None:
+        return "", True
+    path, name, section = place
+    cached = _files.get((path, section))
+    if cached is not None and cached[0] == signature:
+        return cached[1], True
+    read_at = time.time_ns()
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return "", False
+    found = _section_digest(name, data, section) if section else _hash(data)
+    if read_at - max(signature[1], signature[2]) < RACY_NS:
+        return found, False
+    _remember(_files, (path, section), (signature, found))
+    return found, True
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(cache) >= MAX_CACHED:
+        cache.clear()
+    cache[key] = value
 
 
 def _section_digest(name: str, data: bytes, section: str) -> str:
