@@ -86,6 +86,8 @@ class Diagnostic:
     server_id: str = ""
     cached: Cached | None = None
     """Not a live answer: the server's stored one (`Cached`)."""
+    ran_without_error: bool = False
+    """An ERROR the kernel's run disproved (`analysis.cells.ran`): shown as a warning, marked."""
 
     def sort_key(self) -> tuple[int, int, int, str, str]:
         return (

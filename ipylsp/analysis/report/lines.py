@@ -96,17 +96,21 @@ def source_label(diagnostic: Diagnostic) -> str:
 def row_parts(row: Row, *, defang: bool = True) -> tuple[str, str, str, str, str]:
     """(label, `line:column`, message, codes, sources) of one problem; codes and sources list
     every server's of a merged row, comma-separated, "" when there are none. A stored answer's
-    sources end with `cached 3 min ago` (a cached row is never merged with a live one)."""
+    sources end with `cached 3 min ago` (a cached row is never merged with a live one); an
+    error the kernel's run disproved says `(ran without error)` after its message."""
     first = row[0]
     start = first.range.start
     codes = _unique(one_line(d.code, 100, defang=defang) for d in row if d.code)
     sources = _unique(one_line(source_label(d), 100, defang=defang) for d in row)
     if first.cached is not None:
         sources.append(first.cached.label(time.time()))
+    message = message_text(first.message, defang=defang)
+    if first.ran_without_error:  # an ERROR the kernel's run disproved (never merged with one)
+        message += " (ran without error)"
     return (
         first.severity.label,
         f"{start.line + 1}:{start.column + 1}",
-        message_text(first.message, defang=defang),
+        message,
         ", ".join(c for c in codes if c),
         ", ".join(s for s in sources if s),
     )

@@ -52,6 +52,8 @@ def same_problem(a: Diagnostic, b: Diagnostic) -> bool:
         return False
     if a.cached is not None or b.cached is not None:  # a stored answer stays on its own line
         return False
+    if a.ran_without_error != b.ran_without_error:  # the run disproved one, not the other
+        return False
     kind = _KIND.get(a.code)
     if kind is None or kind != _KIND.get(b.code):
         return False

@@ -35,6 +35,8 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
     }
     if d.cached is not None:  # from the store, not a live server
         out["cached"] = cached_json(d.cached)
+    if d.ran_without_error:  # an ERROR the kernel's run disproved: a warning now
+        out["ran_without_error"] = True
     return out
 
 
@@ -100,6 +102,17 @@ def to_json(
             entry["source"] = "cache" if all(d.cached for d in f.diagnostics) else "mixed"
         files.append(entry)
     every = [d for f in report.files for d in f.diagnostics]
+    summary: dict[str, int] = {
+        "errors": sum(d.severity == Severity.ERROR for d in every),
+        "warnings": sum(d.severity == Severity.WARNING for d in every),
+        "fixed": sum(len(v.fixed) for v in views),
+        "unknown": sum(len(v.file.unknown) for v in views) + len(report.unknown),
+        "shown": sum(len(v.shown) for v in views),
+        "omitted": sum(v.omitted for v in views),
+    }
+    demoted = sum(d.ran_without_error for d in every)
+    if demoted:  # errors the kernel's run disproved, among the warnings
+        summary["ran_without_error"] = demoted
     return {
         "schema": SCHEMA,
         "root": None if report.root is None else str(report.root),
@@ -107,12 +120,5 @@ def to_json(
         "files": files,
         "notes": list(report.notes),
         "unknown": [_unknown_json(u) for u in report.unknown],
-        "summary": {
-            "errors": sum(d.severity == Severity.ERROR for d in every),
-            "warnings": sum(d.severity == Severity.WARNING for d in every),
-            "fixed": sum(len(v.fixed) for v in views),
-            "unknown": sum(len(v.file.unknown) for v in views) + len(report.unknown),
-            "shown": sum(len(v.shown) for v in views),
-            "omitted": sum(v.omitted for v in views),
-        },
+        "summary": summary,
     }
