@@ -339,6 +339,18 @@ def test_preflight_writes_nothing_and_hands_nothing_over(box: Toolbox) -> None:
 
 
 @pytest.mark.real
+def test_a_cells_code_is_read_with_ipythons_transforms_without_a_kernel(box: Toolbox) -> None:
+    """No kernel runs here: the code is read as IPython would read it (magics, escapes and
+    prompts are not Python problems), and the rest is checked in the cell's own columns."""
+    text = ok(box.call("lsp_check_cell", {
+        "code": "%matplotlib inline\n!ls\n>>> x: int = 's'\nlen?", "severity": "error"}))
+    assert text.splitlines()[1:-1] == [
+        'ERROR [3:14] Object of type `Literal["s"]` is not assignable to `int` '
+        "[invalid-assignment] (ty)",
+    ], text
+
+
+@pytest.mark.real
 def test_diagnostics_follow_a_write_behind_ipylsps_back(box: Toolbox) -> None:
     root = box.workspace.root
     write(root, "bad.py", "x: int = 'one'\n")

@@ -1,32 +1,45 @@
-"""Cell checking below the kernel: IPython syntax neutralized line for line, the document and
-the way back to cells, the noise rules, the stub prelude, and `CellSession` on real ty + ruff
-(the kernel-level behaviour is in test_cells_kernel.py)."""
+"""Cell checking below the kernel: the kernel's reading of a cell (IPython's own transforms,
+without a kernel) neutralized line for line, the document and the way back to cells, the
+noise rules, the stub prelude, and `CellSession` on real ty + ruff (the kernel-level
+behaviour is in test_cells_kernel.py)."""
 
 from __future__ import annotations
 
+import ast
 import collections
 import json
 import os
 import pathlib
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
 from ipylsp import private
 from ipylsp.analysis.cells.attribution import Kernel, by_cell
 from ipylsp.analysis.cells.document import CellHistory, make_cell, unbound_loads
-from ipylsp.analysis.cells.neutralize import logical_starts, neutralize
+from ipylsp.analysis.cells.neutralize import NeutralCell, neutralize, split_cell
 from ipylsp.analysis.report import format_text, to_json
+from ipylsp.analysis.syntax import syntax_diagnostics
 from ipylsp.ipython.namespace import stub_prelude
+from ipylsp.ipython.reading import static_reader
 from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
 from ipylsp.model.settings import Settings
 from ipylsp.service.cells import KernelView
 from ipylsp.service.service import FileCheck, Service
 from tests.real_servers import DATA_DIR
 
-# -- neutralize -----------------------------------------------------------------------------------
+# -- the kernel's reading, neutralized ------------------------------------------------------------
+
+READ = static_reader()
+"""IPython's own transforms, without a kernel (the prefilters are tested in a real one)."""
+
+
+def _neutral(source: str) -> NeutralCell:
+    return neutralize(READ(source), READ)
 
 
 @pytest.mark.parametrize(
@@ -57,32 +70,86 @@ from tests.real_servers import DATA_DIR
         ("%%capture out --no-stdout\nf()", "out = __ipylsp_any__()\nf()"),
         ("%%capture --no-display out\nf()", "out = __ipylsp_any__()\nf()"),
         ("from __future__ import annotations\nx: C", "pass\nx: C"),
+        ("from __future__ import annotations; x = 1", "pass; x = 1"),
         ("  a = 1\n  %time b = a", "a = 1\nb = a"),
         ("# C:\\\n%matplotlib inline", "# C:\\\npass"),
         ("a = 1\r\nb = 2", "a = 1\nb = 2"),
+        ("%foo a \\\n  b\nx = 1", "pass\n\nx = 1"),  # a magic continued: one call
+        (">>> a, b = 0, 1\n>>> while a < 10:\n...     print(a)\n...     a, b = b, a+b",
+         "a, b = 0, 1\nwhile a < 10:\n    print(a)\n    a, b = b, a+b"),
+        ("In [1]: for i in range(3):\n   ...:     print(i)\n   ...:",
+         "for i in range(3):\n    print(i)\n"),
+        ("In [2]: %time t = 1", "t = 1"),
     ],
 )
-def test_neutralize_keeps_every_line(source: str, expected: str) -> None:
-    neutral = neutralize(source)
+def test_the_kernels_reading_keeps_every_line(source: str, expected: str) -> None:
+    neutral = _neutral(source)
     assert neutral.text == expected
-    assert neutral.text.count("\n") == source.count("\n")
+    assert len(split_cell(neutral.text)) == len(split_cell(source))
 
 
-def test_offsets_of_dedented_and_setup_lines() -> None:
-    assert neutralize("  a = 1\n  %time b = a").column_offsets == (2, 2 + len("%time "))
-    assert neutralize("%%timeit -n 3 x = g()\nx").column_offsets == (len("%%timeit -n 3 "), 0)
+def test_offsets_of_cut_prompts_indentation_and_setup_lines() -> None:
+    assert _neutral("  a = 1\n  %time b = a").column_offsets == (2, 2 + len("%time "))
+    assert _neutral("%%timeit -n 3 x = g()\nx").column_offsets == (len("%%timeit -n 3 "), 0)
+    assert _neutral("x = 1\n%time y = f(x)").column_offsets == (0, len("%time "))
+    assert _neutral(">>> x = 1\n... ").column_offsets == (4, 4)
+    assert _neutral("In [1]: %time y = 2").column_offsets == (len("In [1]: %time "),)
+    assert _neutral("  %%time\n  x = 1").column_offsets == (2, 2)
+    assert _neutral("x = 1").foreign is False
+    assert _neutral("%%bash\nls").foreign is True
 
 
-def test_time_magic_columns_map_back() -> None:
-    neutral = neutralize("x = 1\n%time y = f(x)")
-    assert neutral.column_offsets == (0, len("%time "))
-    assert neutral.foreign is False
-    assert neutralize("%%bash\nls").foreign is True
+CORPUS = [
+    "x = 1", "x = (1,", "%matplotlib inline\nx = 1", "!ls\nfiles = !ls", "len?", "??len",
+    "%%bash\nnot python at all (", "%%time\nx = (", "%%time\nx = 1", ">>> x = 1\n>>> y = x",
+    ">>> x = (1,\n>>> y = 2", "In [1]: x = 1\n   ...: y = x", "In [3]: def f(:\n   ...:  pass",
+    "  a = 1\n  b = 2", "  a = 1\n b = 2", "if x:\n    %time y = 1", "if x:\n%time y = 1",
+    "x = %time", "a = !echo\nb = %who_ls", "%time -x", "%time y = (", "def f():\n    %pwd",
+    "f(1,\n  %2)", "x = 1 + \\\n  !2", "from __future__ import annotations\nx: int = 1",
+    "await f()", "s = '''\n%x\n'''", "print(x)?", "x = 1 ?", "%%capture out\n>>> y = 1",
+    "%%timeit -n 1 z = (\nz", "x = 1\n\n\n", "\n\n  x = 1\n  y = (",
+    "class C:\n    !ls\n    x = 1", "%config IPyLSP.severity = 'all'", "x = [\n%time 1\n]",
+    "lambda: %x", ">>> if x:\n...     y = 1\n... else:\n...   y = 2",
+]
+PYTHON_BODIES = ("time", "timeit", "capture", "prun", "debug")
 
 
-def test_logical_starts_skip_strings_brackets_and_continuations() -> None:
-    lines = ["a = (1,", "  2)", "b = '''", "c", "'''", "d = 1 \\", "  + 2", "e = 'x' # ("]
-    assert logical_starts(lines) == [True, False, True, False, False, True, False, True]
+@pytest.mark.parametrize("source", CORPUS)
+def test_our_reading_compiles_exactly_when_the_kernels_does(source: str) -> None:
+    """The kernel compiles `transform_cell`'s text (top-level await allowed); the cell in the
+    document must parse exactly then, so no cell IPython runs gets a syntax report, and one
+    it rejects does. A Python cell magic's body is compiled when the magic runs (it raises
+    the SyntaxError then): it counts as the cell's code; another magic's body is not Python."""
+    manager = TransformerManager()
+    transformed = manager.transform_cell(source)
+    runs = transformed
+    call = ast.parse(transformed).body[0] if _compiles(transformed) else None
+    if (isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+            and isinstance(call.value.func, ast.Attribute)
+            and call.value.func.attr == "run_cell_magic"):
+        name, head, body = (ast.literal_eval(a) for a in call.value.args)
+        runs = manager.transform_cell(body) if name in PYTHON_BODIES else "pass"
+        if name == "timeit":  # `%%timeit [options] setup`: the setup is compiled too
+            runs = re.sub(r"^(\s*-\w+(\s+\d+)?)*", "", head).strip() + "\n" + runs
+    document = CellHistory().with_cell(make_cell("a", 1, source, READ)).document()
+    assert _compiles(document.text) == _compiles(runs), (transformed, document.text)
+    assert len(READ(source).lines) == len(split_cell(source))
+
+
+def _compiles(text: str) -> bool:
+    try:
+        compile(text, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except SyntaxError:
+        return False
+    return True
+
+
+def test_a_syntax_error_after_a_prompt_is_located_in_the_cells_own_columns() -> None:
+    cell = make_cell("a", 1, ">>> x = 1\n>>> y = (2,", READ)
+    document = CellHistory().with_cell(cell).document()
+    (error,) = syntax_diagnostics(Path("cells.py"), document.text) or ()
+    ((_, (moved,)),) = by_cell([error], document, Kernel(), "a").values()
+    assert (moved.range.start.line, moved.range.start.column) == (1, len(">>> y = "))
 
 
 # -- the document ---------------------------------------------------------------------------------
@@ -169,7 +236,8 @@ def _diag(line: int, col: int, end: int, code: str, message: str = "m") -> Diagn
 def test_by_cell_drops_cell_noise_and_moves_the_rest() -> None:
     history = CellHistory()
     history = history.with_cell(make_cell("a", 1, "import os\nos.getcwd()"))
-    history = history.with_cell(make_cell("b", 2, "import sys\n%time y = zz\nawait go()\nw"))
+    history = history.with_cell(make_cell("b", 2, "import sys\n%time y = zz\nawait go()\nw",
+                                                 READ))
     document = history.document()
     at = document.starts
     kernel = Kernel(names=frozenset({"zz"}), modules=frozenset({"os"}))
@@ -192,7 +260,7 @@ def test_by_cell_drops_cell_noise_and_moves_the_rest() -> None:
 
 
 def test_a_time_magic_statement_is_located_in_the_cells_own_columns() -> None:
-    document = CellHistory().with_cell(make_cell("a", 1, "%time y = zz")).document()
+    document = CellHistory().with_cell(make_cell("a", 1, "%time y = zz", READ)).document()
     found = by_cell([_diag(document.starts[0], 4, 6, "F821")], document, Kernel(), "a")
     ((_, (moved,)),) = found.values()
     assert (moved.range.start.column, moved.range.end.column) == (10, 12)
@@ -424,7 +492,7 @@ def test_a_seeded_cell_run_again_with_its_id_is_replaced_in_place() -> None:
 
 def test_ends_on_other_lines_keep_their_lines_offsets_and_compound_last_statements_count(
 ) -> None:
-    document = CellHistory().with_cell(make_cell("a", 1, "  y = (1 +\n  zz)")).document()
+    document = CellHistory().with_cell(make_cell("a", 1, "  y = (1 +\n  zz)", READ)).document()
     at = document.starts[0]  # an all-indented cell: every line's columns shift by 2
     ((_, (moved,)),) = by_cell(
         [Diagnostic(Range(Position(at, 4), Position(at + 1, 2)), Severity.ERROR, "m", "s",

@@ -152,6 +152,46 @@ def test_ipython_syntax_produces_nothing(kernel: CellKernel) -> None:
     kernel.run('%config IPyLSP.severity = "error"')
 
 
+def test_the_kernel_decides_what_is_code(kernel: CellKernel) -> None:
+    """Prompt-pasted cells (both prompt styles) and automagic lines run fine, so they are
+    silent; a line IPython reads as Python (a name `ls` bound) is checked as Python; a real
+    syntax error after a cut prompt is located in the cell's own columns."""
+    (kernel.workspace / "data").mkdir()
+    cells = [
+        kernel.run(">>> a, b = 0, 1\n>>> while a < 10:\n...     a, b = b, a + b\n>>> print(a)"),
+        kernel.run("In [1]: for i in range(3):\n   ...:     total = i\n   ...:\n"
+                   "In [2]: print(total)"),
+        kernel.run("In [3]: %time timed = total + 1"),
+        kernel.run("ls data"),
+        kernel.run("pwd"),
+        kernel.run("cd data"),
+        kernel.run("cd .."),
+        kernel.run("print(a, total, timed)"),
+    ]
+    assert [c.error for c in cells] == [None] * len(cells), [c.outputs for c in cells]
+    assert [ours(c) for c in cells] == [[]] * len(cells), [c.outputs for c in cells]
+    assert cells[-1].stdout == "13 2 3\n"
+    bound = kernel.run("ls = ['b', 'a']")
+    python = kernel.run("ls data")  # now Python: the kernel raises SyntaxError, and so do we
+    assert ours(bound) == [] and python.error is not None and python.error[0] == "SyntaxError"
+    assert python.displays == [block(
+        f"cell [{python.count}]",
+        "ERROR [1:4] invalid syntax [SyntaxError] (ipylsp-syntax)",
+    )]
+    pasted = kernel.run(">>> x = 1\n>>> y = (x,")
+    assert pasted.error is not None and pasted.error[0] == "SyntaxError"
+    assert pasted.displays == [block(
+        f"cell [{pasted.count}]",
+        "ERROR [2:9] '(' was never closed [SyntaxError] (ipylsp-syntax)",
+    )]
+    typed = kernel.run("In [9]: wrong: int = 's'")  # a cut prompt: still checked, in place
+    assert typed.displays == [block(
+        f"cell [{typed.count}]",
+        'ERROR [1:22] Object of type `Literal["s"]` is not assignable to `int` '
+        "[invalid-assignment] (ty)",
+    )]
+
+
 def test_capture_cells_and_cells_run_by_cells_are_checked(kernel: CellKernel) -> None:
     """`%%capture` runs its body with `run_cell` (inner cell events): the outer cell is what
     is checked, once."""

@@ -65,9 +65,11 @@ class CellHook:
     def session(self) -> CellSession:
         if self._session is None:
             from ipylsp.ipython.namespace import kernel_view
+            from ipylsp.ipython.reading import kernel_reader
 
             session = self._service().cells
             session.view = lambda: kernel_view(self._shell.user_ns)
+            session.read = kernel_reader(self._shell)
             session.seed(self._earlier_cells())
             self._session = session
         return self._session

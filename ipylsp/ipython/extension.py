@@ -159,14 +159,19 @@ def current(shell: Any) -> CellChecks | None:
 
 def current_session(service: Callable[[], Service]) -> CellSession:
     """The cell session of the running IPython shell (its hook's, when `%load_ext ipylsp`
-    loaded; else the service's, reading the shell's namespace), or the service's own."""
+    loaded; else the service's, reading the shell's namespace), or the service's own (read
+    with IPython's transforms when IPython is installed)."""
     try:
         from IPython import get_ipython
     except ImportError:
         return service().cells
+    from ipylsp.ipython.reading import kernel_reader, static_reader
+
     shell = get_ipython()
-    if shell is None:
-        return service().cells
+    if shell is None:  # IPython's transforms without a kernel: an agent's preflight
+        session = service().cells
+        session.read = static_reader()
+        return session
     checks = current(shell)
     if checks is not None:
         return checks.cells.session
@@ -174,4 +179,5 @@ def current_session(service: Callable[[], Service]) -> CellSession:
 
     session = service().cells
     session.view = lambda: kernel_view(shell.user_ns)
+    session.read = kernel_reader(shell)
     return session

@@ -39,6 +39,7 @@ from ipylsp.analysis.cells.document import (
     unbound_loads,
 )
 from ipylsp.analysis.cells.marks import CellMarks
+from ipylsp.analysis.cells.neutralize import Reader, plain_reading
 from ipylsp.lsp.procfs import running
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason
 from ipylsp.model.settings import WORKSPACE_MARKERS
@@ -99,6 +100,9 @@ class CellSession:
         self._lock = threading.Lock()
         self.view: Callable[[], KernelView] = KernelView
         """Set by the adapter: the kernel's view, read on the caller's thread at each check."""
+        self.read: Reader = plain_reading
+        """Set by the adapter: how the kernel reads a cell (IPython's transforms); plain
+        Python where no IPython reads it."""
         self.marks = CellMarks()
         """Every cell's current problems, for the editors (read under `lock`)."""
 
@@ -117,7 +121,8 @@ class CellSession:
         with self._lock:
             history = self.history
             for count, source in cells:
-                history = history.with_cell(make_cell(_key(None, source), count, source))
+                history = history.with_cell(make_cell(_key(None, source), count, source,
+                                                            self.read))
             self.history = history.kept()
 
     def run(
@@ -136,7 +141,7 @@ class CellSession:
         budget. It stays in the history (unless it does not parse). `cold`: what to wait
         while the cells' servers start (`Service.check_files`)."""
         with self._lock:
-            cell = make_cell(_key(cell_id, source), count, source)
+            cell = make_cell(_key(cell_id, source), count, source, self.read)
             after = self.history.with_cell(cell)
             report = self._check(after, cell, timeout, progress, ran=True, files=files,
                                  cold=cold)
@@ -150,7 +155,7 @@ class CellSession:
         replacing what that cell last ran), else as a new cell. Nothing changes: the
         history, the last document and the servers' known baseline stay as they were."""
         with self._lock:
-            cell = make_cell(_key(cell_id, code), None, code)
+            cell = make_cell(_key(cell_id, code), None, code, self.read)
             after = self.history.with_cell(cell)
             return self._check(after, cell, timeout, None, ran=False)
 

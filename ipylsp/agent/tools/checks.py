@@ -125,8 +125,10 @@ def lsp_check(box: Toolbox, args: Arguments) -> ToolResult:
     required=("code",),
 )
 def lsp_check_cell(box: Toolbox, args: Arguments) -> ToolResult:
+    from ipylsp.ipython.extension import current_session  # how IPython reads the code
+
     report = dataclasses.replace(
-        box.service.cells.preflight(args["code"]), root=box.workspace.root
+        current_session(lambda: box.service).preflight(args["code"]), root=box.workspace.root
     )
     empty = f"the cell: no new problems{_servers(report)}; nothing was run"
     return _answer(report, _options(box, args), empty)

@@ -17,7 +17,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from ipylsp.analysis.cells.neutralize import NeutralCell, neutralize
+from ipylsp.analysis.cells.neutralize import NeutralCell, Reader, neutralize, plain_reading
 
 HEADER = (
     "from typing import Any as __ipylsp_Any__\n"
@@ -62,8 +62,9 @@ class Cell:
         return self.key[len(IDENTIFIED):] if self.key.startswith(IDENTIFIED) else None
 
 
-def make_cell(key: str, count: int | None, source: str) -> Cell:
-    neutral = neutralize(source)
+def make_cell(key: str, count: int | None, source: str, read: Reader = plain_reading) -> Cell:
+    """`source` as cell `count`, read by `read` (the kernel's reader; plain Python without)."""
+    neutral = neutralize(read(source, count), read)
     try:
         tree = ast.parse(neutral.text)
     except (SyntaxError, ValueError):

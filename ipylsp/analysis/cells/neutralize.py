@@ -1,26 +1,35 @@
-"""IPython syntax made plain Python without moving a line: what a server can read of a cell.
+"""The kernel's reading of a cell made plain Python on the cell's own lines: what a server reads.
 
-A cell may hold line magics (`%time x = 1`), shell escapes (`!ls`, `files = !ls`), help
-(`obj?`, `??obj`) and cell magics (`%%bash`, `%%capture out`). Servers read Python, so each
-such line becomes a statement of the same meaning for a checker, on the same line:
+IPython decides what is code. The adapter reads each cell the way the kernel runs it (its
+`transform_cell`: prompts and indentation stripped, cell magics, `%`, `!`, `?`, then for a
+one-line cell the prefilters, automagic and aliases) and hands over a `Reading`: per line of
+the cell, the kernel's text that begins there and the columns the kernel cut before it. This
+module turns that into a checker's Python without moving a line, so positions come back to
+the cell's own lines and columns (`column_offsets`):
 
-- `%time stmt` -> `stmt` (its columns shift left; `column_offsets` maps them back), so the
-  timed statement is still checked and still binds its names;
-- `x = !cmd`, `x = %magic` -> `x = __ipylsp_any__()` (the name is bound, its type unknown);
-- any other magic, escape or help line -> `pass`, at its indentation (a block stays a block);
-- `%%capture out` binds `out`; `%%time`, `%%timeit`, `%%prun`, `%%capture`, `%%debug` keep
-  their Python body; any other cell magic (`%%bash`, `%%html`, `%%writefile`, ...) is foreign
-  text and becomes blank lines.
+- a line the kernel kept is kept (its prompt or common indentation cut: columns shift);
+- a line the kernel rewrote into a call of its own (`get_ipython().run_line_magic(...)`,
+  `.system(...)`, `.getoutput(...)`, help) becomes `pass` at its indentation, or
+  `target = __ipylsp_any__()` when the call's value is assigned (`files = !ls`: the name is
+  bound, its type unknown); `%time stmt` becomes `stmt` (still checked, still binding);
+- any other rewrite (autocall, a custom transformer) keeps the kernel's Python;
+- lines the kernel folded into the line above (backslash continuations of a magic) are blank;
+- a cell magic: `%%time`, `%%timeit`, `%%prun`, `%%capture`, `%%debug` keep their body, read
+  as the kernel reads it (`read`), and `%%capture out` binds `out`; any other cell magic
+  (`%%bash`, `%%html`, `%%writefile`, ...) is foreign text and becomes blank lines;
+- `from __future__` first in a cell is `pass` (first in the cell, not in the document).
 
-Lines inside a string, a bracket or after a backslash continuation are never touched: a
-small scanner (`logical_starts`) finds where logical lines begin, the way IPython's own
-transformers only look at the start of a logical line.
+A text the kernel compiles therefore parses here, and a text it rejects is rejected at the
+same place. Pure: the reader is the adapter's (IPython may not be imported below it);
+`plain_reading` reads a cell as plain Python where there is no IPython.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 ANY_CALL = "__ipylsp_any__()"
 """What a magic's or a shell escape's value becomes; the document's header defines it."""
@@ -28,22 +37,58 @@ ANY_CALL = "__ipylsp_any__()"
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "prun", "capture", "debug"})
 """Cell magics whose body is Python the kernel runs in the user namespace (or times)."""
 
-_TIMED = re.compile(r"%(time)\s+(?!-)")
-"""`%time stmt`: the statement is the cell's own code (options would make it `%time -x`)."""
-_ASSIGNED_ESCAPE = re.compile(r"(?P<target>[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=)\s*[%!]")
-_CELL_MAGIC = re.compile(r"%%(?P<name>[\w.]+)(?P<args>.*)")
 _OPTION = re.compile(r"\s*--?[\w-]+(?:\s+\d+)?")
 """An option of a cell magic's head (`-n 10`, `--no-stdout`, `-q`)."""
-_FUTURE = re.compile(r"from\s+__future__\s+import\b")
+_TIMED = frozenset({"time"})
+"""Line magics whose argument is a statement run in the user namespace (`%time x = f()`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLine:
+    """One line of a cell as the kernel read it.
+
+    `text`: the kernel's text that begins on this line ("" when the kernel folded the line
+    into an earlier one); a column c of `text` is column c + `offset` of the cell's line.
+    `written`: the cell's own text of the line (after the cut) when the kernel's differs
+    from it (a rewrite, or a folded line); None when the kernel kept it."""
+
+    text: str
+    offset: int = 0
+    written: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A cell as the kernel reads it: one `ReadLine` per line of the cell."""
+
+    lines: tuple[ReadLine, ...]
+
+
+class Reader(Protocol):
+    """How the kernel reads code: `count`, the execution count of a cell that ran (what the
+    kernel ran then); None, code read as the kernel would read it now (a preflight, the body
+    of a cell magic)."""
+
+    def __call__(self, source: str, count: int | None = None, /) -> Reading: ...
+
+
+def split_cell(source: str) -> list[str]:
+    """A cell's lines (`\\r\\n`, `\\r`, `\\n`): the lines positions count."""
+    return source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def plain_reading(source: str, count: int | None = None, /) -> Reading:
+    """The cell as plain Python (no IPython to read it): every line kept."""
+    return Reading(tuple(ReadLine(line) for line in split_cell(source)))
 
 
 @dataclass(frozen=True, slots=True)
 class NeutralCell:
     """A cell as plain Python: same number of lines as the source.
 
-    `column_offsets[i]`: characters removed at the start of line i (0 but for `%time stmt`;
-    negative where text was put before, see `document.RAISE_GUARD`); a column c on that line
-    of `text` is column c + offset in the cell."""
+    `column_offsets[i]`: characters removed at the start of line i (a prompt, the cell's
+    indentation, `%time `; negative where text was put before, see `document.RAISE_GUARD`);
+    a column c on that line of `text` is column c + offset in the cell."""
 
     text: str
     column_offsets: tuple[int, ...]
@@ -51,123 +96,164 @@ class NeutralCell:
     """A whole cell of another language (`%%bash`, `%%html`, ...): nothing to check."""
 
 
-def neutralize(source: str) -> NeutralCell:
-    """The cell with IPython syntax replaced line for line (see the module docstring)."""
-    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    offsets = [0] * len(lines)
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is None:
-        return NeutralCell("\n".join(lines), tuple(offsets))
-    indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
-    if indent:  # IPython runs an all-indented cell dedented (its `leading_indent`)
-        for i, line in enumerate(lines):
-            if line.startswith(indent):
-                lines[i], offsets[i] = line[len(indent):], len(indent)
-    if lines[first].startswith("%%"):
-        return _cell_magic(lines, first, offsets)
-    starts = logical_starts(lines)
-    out = list(lines)
-    for i, line in enumerate(lines):
-        if not starts[i]:
-            continue
-        replaced = _line(line)
-        if replaced is not None:
-            out[i], cut = replaced
-            offsets[i] += cut
-    return NeutralCell("\n".join(out), tuple(offsets))
+def neutralize(reading: Reading, read: Reader = plain_reading) -> NeutralCell:
+    """The kernel's reading as plain Python, line for line (see the module docstring);
+    `read` reads the body of a cell magic the way the kernel will."""
+    lines = reading.lines
+    first = next((i for i, line in enumerate(lines) if line.text.strip()), None)
+    if first is not None:
+        magic = _ipython_call(lines[first].text)
+        if magic is not None and magic.method == "run_cell_magic":
+            return _cell_magic(lines, first, magic, read)
+    texts: list[str] = []
+    offsets: list[int] = []
+    for line in lines:
+        text, offset = _line(line)
+        texts.append(text)
+        offsets.append(offset)
+    _future_first(texts)
+    return NeutralCell("\n".join(texts), tuple(offsets))
 
 
-def _cell_magic(lines: list[str], first: int, offsets: list[int]) -> NeutralCell:
-    match = _CELL_MAGIC.match(lines[first].strip())
-    name = match.group("name") if match else ""
-    if name not in PYTHON_CELL_MAGICS:
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """`get_ipython().<method>(<literal args>)` at `start` (a column of the line)."""
+
+    method: str
+    args: tuple[object, ...]
+    start: int
+    assigned: bool
+    """The call is the value of an assignment (`x = %sx ls`), not a statement."""
+
+
+def _ipython_call(text: str) -> _Call | None:
+    """The kernel's own call a rewritten line is made of, or None (other Python)."""
+    stripped = text.lstrip()
+    if "get_ipython()" not in stripped:
+        return None
+    try:
+        tree = ast.parse(stripped)
+    except (SyntaxError, ValueError):
+        return None
+    if len(tree.body) != 1:
+        return None
+    statement = tree.body[0]
+    if isinstance(statement, ast.Expr):
+        value, assigned = statement.value, False
+    elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+        value, assigned = statement.value, True
+    else:
+        return None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Call)
+            and isinstance(value.func.value.func, ast.Name)
+            and value.func.value.func.id == "get_ipython"):
+        return None
+    try:
+        args = tuple(ast.literal_eval(a) for a in value.args)
+    except ValueError:
+        return None
+    start = _column(stripped, value.col_offset)
+    return _Call(value.func.attr, args, len(text) - len(stripped) + start, assigned)
+
+
+def _line(line: ReadLine) -> tuple[str, int]:
+    """The neutral text of one line and its column offset."""
+    if line.written is None or not line.text.strip():
+        return line.text, line.offset
+    call = _ipython_call(line.text)
+    if call is None:  # the kernel's Python (autocall, a custom transformer): as it runs
+        return line.text, line.offset
+    if call.assigned:
+        return line.text[: call.start] + ANY_CALL, line.offset
+    indent = line.text[: len(line.text) - len(line.text.lstrip())]
+    timed = _timed(call, line.written)
+    if timed is not None:
+        statement, column = timed
+        return indent + statement, line.offset + column - len(indent)
+    return indent + "pass", line.offset
+
+
+def _timed(call: _Call, written: str) -> tuple[str, int] | None:
+    """`%time stmt`: the statement and its column in the written line, when it is Python
+    on that line (no options, not continued over lines)."""
+    if call.method != "run_line_magic" or len(call.args) != 2 or call.args[0] not in _TIMED:
+        return None
+    statement = call.args[1]
+    if not isinstance(statement, str) or not statement.strip() or statement.startswith("-"):
+        return None
+    mine = written.rstrip()
+    if not mine.endswith(statement) or not _parses(statement):
+        return None
+    return statement, len(mine) - len(statement)
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _cell_magic(lines: tuple[ReadLine, ...], first: int, call: _Call, read: Reader
+                ) -> NeutralCell:
+    offsets = [line.offset for line in lines]
+    name, head_args, body = (*call.args, "", "", "")[:3]
+    if name not in PYTHON_CELL_MAGICS or not isinstance(body, str):
         return NeutralCell("\n".join("" for _ in lines), tuple(offsets), foreign=True)
-    body = lines[first + 1:]
+    written = lines[first].written or ""
     head, cut = "", 0
-    if match is not None and name in ("capture", "timeit"):
-        args = match.group("args")
-        start = 0
-        while (option := _OPTION.match(args, start)) is not None:
-            start = option.end()
-        rest = args[start:].strip()
+    args = head_args if isinstance(head_args, str) else ""
+    if name in ("capture", "timeit"):
+        options = 0
+        while (option := _OPTION.match(args, options)) is not None:
+            options = option.end()
+        rest = args[options:].strip()
         targets = [t for t in args.split() if not t.startswith("-")]
         if name == "capture" and len(targets) == 1 and targets[0].isidentifier():
             head = f"{targets[0]} = {ANY_CALL}"  # `%%capture [options] out [options]`
-        elif name == "timeit" and rest:  # `%%timeit [options] setup statement`
-            head, cut = rest, lines[first].index(rest, len("%%timeit"))
-    inner = neutralize("\n".join(body))
-    text = "\n".join([*([""] * first), head, inner.text])
+        elif name == "timeit" and rest and written.find(rest, len("%%timeit")) >= 0:
+            head, cut = rest, written.index(rest, len("%%timeit"))  # `%%timeit [opts] setup`
+    inner = neutralize(read(body), read)
+    below = len(lines) - first - 1
+    inner_lines = inner.text.split("\n")[:below]
+    inner_offsets = list(inner.column_offsets[:below])
+    inner_lines += [""] * (below - len(inner_lines))
+    inner_offsets += [0] * (below - len(inner_offsets))
+    text = "\n".join([*([""] * first), head, *inner_lines])
     return NeutralCell(text, (*offsets[:first], offsets[first] + cut, *(
-        a + b for a, b in zip(offsets[first + 1:], inner.column_offsets, strict=True))))
+        a + b for a, b in zip(offsets[first + 1:], inner_offsets, strict=True))))
 
 
-def _line(line: str) -> tuple[str, int] | None:
-    """The replacement of one logical line's first physical line, or None to keep it."""
-    stripped = line.lstrip()
-    indent = line[: len(line) - len(stripped)]
-    if not stripped or stripped.startswith("#"):
-        return None
-    if _FUTURE.match(stripped):  # first in the cell, not first in the document
-        return indent + "pass", 0
-    if stripped.startswith(("%", "!")):
-        timed = _TIMED.match(stripped)
-        if timed is not None and not stripped.startswith("%%"):
-            cut = timed.end()
-            return indent + stripped[cut:], cut
-        return indent + "pass", 0
-    assigned = _ASSIGNED_ESCAPE.match(stripped)
-    if assigned is not None:
-        return f"{indent}{assigned.group('target')} {ANY_CALL}", 0
-    if _is_help(stripped):
-        return indent + "pass", 0
-    return None
+def _future_first(texts: list[str]) -> None:
+    """`from __future__ import ...` first in the cell is `pass`: first in the cell, the
+    kernel compiles it; in the document it is not first."""
+    if not any("__future__" in text for text in texts):
+        return
+    try:
+        tree = ast.parse("\n".join(texts))
+    except (SyntaxError, ValueError):
+        return
+    for index, statement in enumerate(tree.body):
+        docstring = (index == 0 and isinstance(statement, ast.Expr)
+                     and isinstance(statement.value, ast.Constant)
+                     and isinstance(statement.value.value, str))
+        if docstring:
+            continue
+        if not (isinstance(statement, ast.ImportFrom) and statement.module == "__future__"):
+            return
+        first, last = statement.lineno - 1, (statement.end_lineno or statement.lineno) - 1
+        line = texts[first]
+        start = _column(line, statement.col_offset)
+        end = len(line)
+        if last == first and statement.end_col_offset is not None:
+            end = _column(line, statement.end_col_offset)  # `...; x = 1` keeps `x = 1`
+        texts[first] = line[:start] + "pass" + line[end:]
+        for i in range(first + 1, last + 1):
+            texts[i] = ""
 
 
-def _is_help(stripped: str) -> bool:
-    """`obj?`, `obj.attr??`, `?obj`, `*pat*?`: IPython's help syntax, never Python."""
-    if stripped.startswith("?"):
-        return True
-    text = stripped.rstrip()
-    return text.endswith("?") and not any(c in text for c in "#'\"")
-
-
-def logical_starts(lines: list[str]) -> list[bool]:
-    """For each physical line: does a logical line begin there (not inside a string, a
-    bracket, or after a backslash)? A tolerant scanner: cells need not be valid Python."""
-    starts: list[bool] = []
-    depth = 0
-    quote = ""  # the open string's delimiter: ' " ''' or """ ("" when none)
-    continued = False
-    for line in lines:
-        starts.append(depth == 0 and not quote and not continued)
-        continued = commented = False
-        i, n = 0, len(line)
-        while i < n:
-            c = line[i]
-            if quote:
-                if c == "\\":
-                    i += 2
-                    continue
-                if line.startswith(quote, i):
-                    i += len(quote)
-                    quote = ""
-                    continue
-                i += 1
-                continue
-            if c == "#":
-                commented = True  # a backslash ending a comment continues nothing
-                break
-            if c in "'\"":
-                triple = line[i : i + 3]
-                quote = triple if triple in ("'''", '"""') else c
-                i += len(quote)
-                continue
-            if c in "([{":
-                depth += 1
-            elif c in ")]}":
-                depth = max(0, depth - 1)
-            i += 1
-        if quote in ("'", '"'):  # an unterminated one-line string ends with its line
-            quote = ""
-        continued = line.rstrip().endswith("\\") and not quote and not commented
-    return starts
+def _column(line: str, utf8: int) -> int:
+    """A code-point column from an ast column (UTF-8 bytes)."""
+    return len(line.encode("utf-8")[:utf8].decode("utf-8", "replace"))
