@@ -288,6 +288,32 @@ def test_stub_prelude_gives_live_types_where_exact() -> None:
     ]
 
 
+def test_ipythons_own_names_keep_one_declaration_whatever_they_hold() -> None:
+    wanted = ["In", "Out", "_", "__", "___", "_3", "_dh", "_i", "_i3", "_ih", "_oh",
+              "get_ipython", "x3"]
+
+    def prelude(last: object) -> list[str]:
+        namespace = {name: last for name in wanted} | {
+            "In": ["", "1"], "Out": {3: last}, "_dh": [], "_ih": [], "_oh": {}, "x3": 1}
+        return stub_prelude(namespace, wanted).splitlines()
+
+    assert prelude("a string") == prelude(3) == [
+        "In: list[str] = __ipylsp_any__()",
+        "Out: dict[int, __ipylsp_Any__] = __ipylsp_any__()",
+        "_: __ipylsp_Any__ = __ipylsp_any__()",
+        "__: __ipylsp_Any__ = __ipylsp_any__()",
+        "___: __ipylsp_Any__ = __ipylsp_any__()",
+        "_3: __ipylsp_Any__ = __ipylsp_any__()",
+        "_dh: list[__ipylsp_Any__] = __ipylsp_any__()",
+        "_i: str = __ipylsp_any__()",
+        "_i3: str = __ipylsp_any__()",
+        "_ih: list[str] = __ipylsp_any__()",
+        "_oh: dict[int, __ipylsp_Any__] = __ipylsp_any__()",
+        "get_ipython: __ipylsp_Any__ = __ipylsp_any__()",
+        "x3: int = __ipylsp_any__()",  # a name of the user's: its live type
+    ]
+
+
 class _Meta(type):
     @property
     def __module__(cls) -> str:  # type: ignore[override]
@@ -460,25 +486,27 @@ def test_a_preflight_leaves_the_next_runs_baseline(service: Service) -> None:
 
 
 @pytest.mark.real
-def test_outside_a_workspace_the_cells_document_gets_a_root_of_its_own(
+def test_in_no_project_the_cells_are_checked_at_the_notebooks_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A notebook in a directory that is no workspace (the home directory, say): its cells
-    are checked, by servers rooted in a directory of their own, never there, which holds
-    nothing but the seal that keeps servers from reading configuration above it."""
+    """A notebook in a directory that is in no project (the home directory, say): its cells
+    are checked by servers rooted at the notebook's directory (`Settings.directory`), the
+    same servers as the files it writes there, their own file discovery bounded; the
+    document is never written there. (Where another user can write, the document gets a
+    sealed directory of its own: tests/test_private.py.)"""
     home = tmp_path / "notebooks-at-home"
     home.mkdir()
     monkeypatch.chdir(home)
     monkeypatch.delenv("PYTHONPATH", raising=False)
-    settings = Settings(language_servers={"python": ("ty", "ruff")}, data_dir=DATA_DIR)
+    settings = Settings(language_servers={"python": ("ty", "ruff")}, data_dir=DATA_DIR,
+                        directory=home)
     with Service(settings) as service:
         cells = service.cells
-        assert cells.path.parent != home
-        assert [p.name for p in cells.path.parent.iterdir()] == [private.SEAL_NAME]
+        assert cells.path.parent == home
         report = cells.run("x: int = 's'", count=1)
         assert [d.code for f in report.files for d in f.diagnostics] == ["invalid-assignment"]
-        assert {row.root for row in service.status()} == {cells.path.parent}
-    assert not cells.path.parent.exists()  # removed with the service
+        assert {row.root for row in service.status()} == {home}
+        assert list(home.iterdir()) == []
 
 
 def test_a_seeded_cell_run_again_with_its_id_is_replaced_in_place() -> None:

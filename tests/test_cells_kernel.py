@@ -63,7 +63,8 @@ def kernel(tmp_path: Path) -> Iterator[CellKernel]:
         assert k.run("%load_ext ipylsp").outputs == []
         assert k.run(TY_RUFF).outputs == []
         # the first checks do not wait for servers to start; this one makes sure they run
-        assert k.run("import ipylsp\n_ = ipylsp.get_service().start('warm.py')").outputs == []
+        # (not bound to `_`: a cell that binds `_` stops IPython from updating it)
+        assert k.run("import ipylsp\nwarm = ipylsp.get_service().start('warm.py')").outputs == []
         yield k
 
 
@@ -190,6 +191,25 @@ def test_the_kernel_decides_what_is_code(kernel: CellKernel) -> None:
         'ERROR [1:22] Object of type `Literal["s"]` is not assignable to `int` '
         "[invalid-assignment] (ty)",
     )]
+
+
+def test_ipythons_own_names_keep_their_types(kernel: CellKernel) -> None:
+    """`_`, `__`, `_N`, `_iN`, `In[n]` and `Out[n]` read after a cell whose value is a string:
+    nothing, and the earlier cells that read them are not re-reported."""
+    first = kernel.run("40 + 1")
+    cells = [
+        kernel.run("_ + 1"),
+        kernel.run(f"_{first.count} + 1"),
+        kernel.run(f"Out[{first.count}] + 1"),
+        kernel.run(f"In[{first.count}].upper()"),
+        kernel.run(f"_i{first.count}.upper()"),
+        kernel.run("'now a string'"),
+        kernel.run("_.upper()"),
+        kernel.run("len(__)"),
+        kernel.run("print(len(_oh), _dh[0] is not None, len(_ih) > 0)"),
+    ]
+    assert [c.error for c in cells] == [None] * len(cells), [c.outputs for c in cells]
+    assert [c.displays for c in cells] == [[]] * len(cells), [c.outputs for c in cells]
 
 
 def test_capture_cells_and_cells_run_by_cells_are_checked(kernel: CellKernel) -> None:

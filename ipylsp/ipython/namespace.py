@@ -10,7 +10,10 @@ is cheap and exact —
 - a class or function defined in an importable module: `from pkg.mod import Name as alias`;
 - an instance of a builtin type: `x: int = __ipylsp_any__()`, of an importable class:
   `x: "pkg.mod.Class"` through a private module alias;
-- anything else (defined in `__main__` by `exec`, generics we cannot see into): `Any`.
+- anything else (defined in `__main__` by `exec`, generics we cannot see into): `Any`;
+- but a name IPython binds and rebinds itself (`_`, `_N`, `_iN`, `In`, `Out`, ...) always
+  gets the same declaration (`IPYTHON_OWN`), whatever it holds now: a stub's type never
+  drifts with the last output, so an earlier cell is never re-reported for it.
 
 Only the names the cells use are declared, so the prelude stays a few lines however big the
 namespace is (benchmarks/bench_cells.py measures it).
@@ -19,6 +22,7 @@ namespace is (benchmarks/bench_cells.py measures it).
 from __future__ import annotations
 
 import builtins
+import re
 import sys
 import types
 from collections.abc import Iterable, Mapping
@@ -29,6 +33,20 @@ from ipylsp.service.cells import KernelView
 
 ALWAYS_BOUND = frozenset({"display", "get_ipython", "In", "Out", "exit", "quit"})
 """Names IPython provides during a cell (some only while its builtins trap is active)."""
+
+IPYTHON_OWN = {
+    **dict.fromkeys(("_", "__", "___"), "__ipylsp_Any__"),  # the last three outputs
+    **dict.fromkeys(("_i", "_ii", "_iii"), "str"),  # the last three inputs
+    **dict.fromkeys(("In", "_ih"), "list[str]"),
+    **dict.fromkeys(("Out", "_oh"), "dict[int, __ipylsp_Any__]"),
+    "_dh": "list[__ipylsp_Any__]",
+    "_exit_code": "int",
+    "get_ipython": "__ipylsp_Any__",  # the shell: its class and traits vary by front end
+}
+"""Names IPython binds and rebinds itself, declared with a type that never follows the last
+output: after a cell whose value is a string, an earlier `_ + 1` is not re-checked against
+`str`. `_N` (an output) and `_iN` (an input) follow the same rule (`_NUMBERED`)."""
+_NUMBERED = re.compile(r"_i?[0-9]+")
 
 _BUILTIN_TYPES = {
     bool: "bool", int: "int", float: "float", complex: "complex", str: "str", bytes: "bytes",
@@ -57,12 +75,25 @@ def stub_prelude(namespace: Mapping[str, Any], names: Iterable[str]) -> str:
     for name in names:
         if name not in namespace or not name.isidentifier() or name.startswith("__ipylsp"):
             continue
+        own = _ipython_own(name)
+        if own is not None:
+            lines.append(f"{name}: {own} = __ipylsp_any__()")
+            continue
         try:
             lines.append(_stub(name, namespace[name], aliases))
         except Exception:  # a live object's own code raised (properties, __getattr__): unknown
             lines.append(f"{name}: __ipylsp_Any__ = __ipylsp_any__()")
     imports = [f"import {module} as {alias}" for module, alias in aliases.items()]
     return "".join(line + "\n" for line in (*imports, *lines))
+
+
+def _ipython_own(name: str) -> str | None:
+    """The fixed declared type of a name IPython binds itself, or None."""
+    if name in IPYTHON_OWN:
+        return IPYTHON_OWN[name]
+    if _NUMBERED.fullmatch(name):
+        return "str" if name.startswith("_i") else "__ipylsp_Any__"
+    return None
 
 
 def _stub(name: str, value: Any, aliases: dict[str, str]) -> str:
