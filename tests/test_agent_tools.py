@@ -157,6 +157,7 @@ def test_every_schema_validates_in_each_format(fmt: str) -> None:
     assert FEATURE_TOOLS == ("lsp_signature_help",)
 
 
+@pytest.mark.mcp_sdk
 def test_mcp_schemas_are_mcp_tools() -> None:
     types = pytest.importorskip("mcp.types", reason="the test extra installs mcp")
     for schema in tool_schemas("mcp"):

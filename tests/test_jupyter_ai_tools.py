@@ -25,6 +25,8 @@ from ipylsp.server.jupyter_ai import FUNCTIONS, MCP_TOOLS, TURN_ON, ToolFailed
 from tests.mcp_sdk import call_texts, signature_server, tool_error, wire
 from tests.real_servers import DATA_DIR, require, workspace, write
 
+pytestmark = pytest.mark.mcp_sdk
+
 
 @pytest.fixture
 def jupyter_server(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., ServerApp]]:

@@ -28,6 +28,7 @@ from tests.test_layers import graph
 
 anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp", reason="the test extra installs mcp")
+pytestmark = pytest.mark.mcp_sdk
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402

@@ -145,6 +145,7 @@ async def _session(url: str, headers: dict[str, str]) -> tuple[list[str], Answer
         return [t.name for t in listed.tools], texts(checked), texts(refused)
 
 
+@pytest.mark.mcp_sdk
 def test_mcp_over_http_with_the_token(server: tuple[int, Path]) -> None:
     port, _ = server
     url = f"http://127.0.0.1:{port}/ipylsp/mcp"
@@ -163,6 +164,7 @@ def test_mcp_over_http_with_the_token(server: tuple[int, Path]) -> None:
     )
 
 
+@pytest.mark.mcp_sdk
 @pytest.mark.parametrize("authorization", ["", "token wrong"])
 def test_mcp_over_http_without_the_token_is_refused(
     server: tuple[int, Path], authorization: str
@@ -183,6 +185,7 @@ def test_mcp_over_http_without_the_token_is_refused(
         conn.close()
 
 
+@pytest.mark.mcp_sdk
 def test_mcp_over_http_with_the_token_in_the_url(server: tuple[int, Path]) -> None:
     """For clients that cannot send headers (the README's `?token=` form): the same session."""
     port, _ = server
@@ -194,6 +197,7 @@ def test_mcp_over_http_with_the_token_in_the_url(server: tuple[int, Path]) -> No
     assert refused[0]
 
 
+@pytest.mark.mcp_sdk
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_server_that_served_mcp_stops_at_once_and_cleanly(
     tmp_path: Path, signum: signal.Signals
