@@ -1,4 +1,5 @@
-"""The one process-wide audit hook that sees the kernel's own file writes and child spawns.
+"""The one process-wide audit hook that sees the kernel's own file writes and child spawns
+(and the code objects it `exec`s, for `monitor`).
 
 Audit hooks cannot be removed (PEP 578), and this one runs on *every* audit event of the
 process: each ``open()`` (imports included), ``id()``, ``compile``, ``sys._getframe``... So it is
@@ -62,7 +63,10 @@ SPAWN_EVENTS: frozenset[str] = frozenset(
         "os.startfile",
     }
 )
-EVENTS: frozenset[str] = WRITE_EVENTS | SPAWN_EVENTS
+CODE_EVENTS: frozenset[str] = frozenset({"exec"})
+"""``exec`` ``(code_object,)``: ``exec()`` and ``eval()`` of code; IPython runs a cell's top-level
+statements that way, one code object each (`monitor`: what the cell's own code evaluated)."""
+EVENTS: frozenset[str] = WRITE_EVENTS | SPAWN_EVENTS | CODE_EVENTS
 
 OPEN_WRITE_FLAGS: int = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 

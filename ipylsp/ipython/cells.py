@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ipylsp.model.diagnostics import Report
 
 if TYPE_CHECKING:
+    from ipylsp.analysis.cells.ran import Ran
     from ipylsp.service.cells import CellSession
     from ipylsp.service.check.batch import FileCheck
     from ipylsp.service.service import Service
@@ -60,6 +61,8 @@ class CellHook:
         self._shell = shell
         self._service = service
         self._session: CellSession | None = None
+        self.ran: Ran | None = None
+        """What the cell that just ran evaluated (`monitor.CellMonitor`), for its check."""
 
     @property
     def session(self) -> CellSession:
@@ -85,7 +88,7 @@ class CellHook:
         (decided on the service's loop)."""
         return self.session.run(
             cell.source, count=cell.count, cell_id=cell.cell_id, files=files,
-            progress=progress, cold=COLD_BUDGET,
+            progress=progress, cold=COLD_BUDGET, evaluated=self.ran,
         )
 
     @property

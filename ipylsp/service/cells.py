@@ -40,6 +40,7 @@ from ipylsp.analysis.cells.document import (
 )
 from ipylsp.analysis.cells.marks import CellMarks
 from ipylsp.analysis.cells.neutralize import Reader, plain_reading
+from ipylsp.analysis.cells.ran import Evidence, Ran
 from ipylsp.lsp.procfs import running
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason
 from ipylsp.model.settings import WORKSPACE_MARKERS
@@ -97,6 +98,8 @@ class CellSession:
         self._last: CellDocument | None = None
         """The document as last run: the next check's before text (its baseline known) and
         where what it fixed is located."""
+        self.evidence = Evidence()
+        """What the cells' runs disproved, while it still holds for their cells."""
         self._lock = threading.Lock()
         self.view: Callable[[], KernelView] = KernelView
         """Set by the adapter: the kernel's view, read on the caller's thread at each check."""
@@ -135,16 +138,20 @@ class CellSession:
         timeout: float | None = None,
         progress: Callable[[str], None] | None = None,
         cold: float | None = None,
+        evaluated: Ran | None = None,
     ) -> Report:
         """`source` has just run as cell `count`: what it introduced, in cells, then what its
         writes (`files`) introduced, checked together: one trip to the servers under one
         budget. It stays in the history (unless it does not parse). `cold`: what to wait
-        while the cells' servers start (`Service.check_files`)."""
+        while the cells' servers start (`Service.check_files`). `evaluated`: what the run
+        evaluated; the errors it disproved are warnings (`analysis.cells.ran`)."""
         with self._lock:
             cell = make_cell(_key(cell_id, source), count, source, self.read)
             after = self.history.with_cell(cell)
             report = self._check(after, cell, timeout, progress, ran=True, files=files,
                                  cold=cold)
+            self.evidence = self.evidence.after(self.history.cells, cell, evaluated)
+            report = self.evidence.apply(report, after.cells)
             self.history = after.kept()
             return report
 
@@ -178,6 +185,7 @@ class CellSession:
         with self._lock:
             self.history = CellHistory(cap=self.history.cap)
             self._last = None  # the servers' known baseline is simply not reused
+            self.evidence = Evidence()
             self.marks = CellMarks()
 
     @property
@@ -273,7 +281,7 @@ def default_path(
     user plant their configuration. Raises `OSError` (`NotPrivate` when `cells` is not ours)
     when that directory cannot be made."""
     cwd = Path(os.getcwd())
-    if roots.workspace_gate(cwd, markers, directory=cwd) is not None:
+    if roots.workspace_gate(cwd, markers) is not None:
         return document_in(cwd), None
     parent = owned_dir(_cells_parent(private_parent))
     _sweep(parent)
