@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from ipylsp import private
 from ipylsp.analysis.cells.attribution import Kernel, by_cell
 from ipylsp.analysis.cells.document import CellHistory, make_cell, unbound_loads
 from ipylsp.analysis.cells.neutralize import NeutralCell, neutralize, split_cell

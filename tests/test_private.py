@@ -58,7 +58,12 @@ def as_nobody(code: str) -> None:
 def plant(directory: Path, names: list[str]) -> None:
     """As `nobody`: every name in `names` made a directory of theirs (0777) holding the
     configuration, and the configuration files themselves in `directory`."""
-    as_nobody(
+    as_nobody(planting(directory, names))
+
+
+def planting(directory: Path, names: list[str]) -> str:
+    """The Python code that plants what `plant` says, run by whichever other user plants."""
+    return (
         "import os, sys\n"
         f"top = {str(directory)!r}\n"
         f"files = {PLANTED!r}\n"
@@ -278,7 +283,9 @@ def test_cells_outside_a_workspace_refused_a_data_dir_another_user_owns(
     tmp_path: Path, shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     as_nobody(f"import os; os.makedirs({str(shared / 'data' / 'cells')!r}, 0o777)")
-    monkeypatch.chdir(tmp_path)  # no workspace: the document needs a directory of its own
+    # no workspace (a directory another user can write to is none): the document needs a
+    # directory of its own
+    monkeypatch.chdir(shared)
 
     class NoChecks:
         def check_files(self, *args: object, **kwargs: object) -> object:

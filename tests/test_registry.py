@@ -140,6 +140,7 @@ def test_the_original_four_rows_are_unchanged() -> None:
         install=InstallRecipe("pip", ("ty",)),
         root_markers=("ty.toml", *py_roots),
         config_files=("ty.toml", "pyproject.toml:tool.ty"),
+        plain={"init": {"configuration": {"src": {"exclude": ["**/*/"]}}}},
         description="Astral's type checker (fast).",
     )
     assert registry.get("ruff") == ServerSpec(
@@ -160,6 +161,7 @@ def test_the_original_four_rows_are_unchanged() -> None:
         install=InstallRecipe("npm", ("pyright",), needs=("node", "npm")),
         root_markers=("pyrightconfig.json", *py_roots),
         config_files=("pyrightconfig.json", "pyproject.toml:tool.pyright"),
+        plain={"settings": {"python": {"analysis": {"exclude": ["**/*/"]}}}},
         description="Microsoft's type checker (node).",
     )
     assert registry.get("basedpyright") == ServerSpec(
@@ -172,6 +174,8 @@ def test_the_original_four_rows_are_unchanged() -> None:
         config_files=(
             "pyrightconfig.json", "pyproject.toml:tool.basedpyright", "pyproject.toml:tool.pyright"
         ),
+        plain={"settings": {"basedpyright": {"analysis": {"exclude": ["**/*/"]}},
+                        "python": {"analysis": {"exclude": ["**/*/"]}}}},
         description="Pyright fork from PyPI; brings its own node.",
     )
 

@@ -16,7 +16,8 @@ from ipylsp.ipython.cells import CellHook, RanCell, ran_cell
 from ipylsp.ipython.display import CellReport
 from ipylsp.ipython.monitor import CellMonitor
 from ipylsp.ipython.watch import Write, WriteWatcher
-from ipylsp.servers import roots
+from ipylsp.model.diagnostics import Report
+from ipylsp.servers import languages, roots
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,6 +45,12 @@ class CellChecks:
         )
         self.config.observe(self._on_config_change)
         self.last_writes: list[Write] = []
+        self._outside: set[Path] = set()
+        """Source files the running cell wrote outside every workspace (not checked)."""
+        self._languages = frozenset(self.config.to_settings().language_servers)
+        """Languages whose files the user has servers for (a note for those only)."""
+        self._told: set[Path] = set()
+        """Directories whose unchecked files were noted (once each)."""
         self._depth = 0
         """Cells running now: 2 while a cell runs another one (`%%capture`, `run_cell`)."""
         self.cells = CellHook(shell, lambda: self.service)
@@ -65,18 +72,44 @@ class CellChecks:
 
     def _on_config_change(self, change: Any) -> None:
         name = change["name"]
+        if name == "language_servers":
+            self._languages = frozenset(self.config.to_settings().language_servers)
         if name == "check_shell_writes":
             self.watcher.child_mode = "auto" if change["new"] else "off"
         if self._service is not None:
             self._service.configure(**_settings_changes(self.config))
 
     def _in_workspace(self, path: Path) -> bool:
-        return roots.workspace_gate(path, tuple(self.config.workspace_markers)) is not None
+        """The one rule (`roots.workspace_gate`), with the notebook's directory as the user's:
+        a file in no project below it is checked. A source file outside is noted once."""
+        markers = tuple(self.config.workspace_markers)
+        if roots.workspace_gate(path, markers, directory=os.getcwd()) is not None:
+            return True
+        if languages.language_id_for_name(path.name) in self._languages:
+            self._outside.add(path)  # a language the user has servers for
+        return False
 
     def _roots(self) -> list[str]:
         cwd = os.getcwd()
-        gate = roots.workspace_gate(cwd, tuple(self.config.workspace_markers))
+        gate = roots.workspace_gate(cwd, tuple(self.config.workspace_markers), directory=cwd)
         return [str(gate)] if gate is not None else [cwd]
+
+    def _not_checked(self) -> tuple[str, ...]:
+        """A note, once per directory, for the source files the cell wrote outside every
+        workspace (they are not checked), with the fix."""
+        outside, self._outside = self._outside, set()
+        fresh = sorted({p.parent for p in outside} - self._told)
+        self._told.update(fresh)
+        notes = []
+        for directory in fresh:
+            shown = sorted(p.name for p in outside if p.parent == directory)
+            names = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+            notes.append(
+                f"not checked: {names} in {directory}, which is in no project and not below "
+                f"the notebook's directory {os.getcwd()} (or another user can write there); "
+                "`%cd` there, or make it a project (`git init`, a pyproject.toml)"
+            )
+        return tuple(notes)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -107,8 +140,9 @@ class CellChecks:
             writes = self.watcher.end_cell()
             self.last_writes = writes
             cell = ran_cell(result) if self.config.check_cells else None
-            if (writes or cell is not None) and self.config.enabled:
-                self.report(writes, self.watcher.notes, cell)
+            notes = self.watcher.notes + self._not_checked()
+            if (writes or cell is not None or notes) and self.config.enabled:
+                self.report(writes, notes, cell)
         except Exception:
             log.exception("ipylsp: could not check the cell's writes")
 
@@ -120,6 +154,10 @@ class CellChecks:
         from ipylsp.service.service import FileCheck
 
         output = CellReport()
+        if writes or cell is not None:
+            directory = Path(os.getcwd())
+            if self.service.settings.directory != directory:  # `%cd` since the last check
+                self.service.configure(directory=directory)
         by_path = {w.path: w for w in writes}
         checks = [FileCheck(w.path, before=_before(w, by_path)) for w in writes]
         report = None
@@ -129,9 +167,9 @@ class CellChecks:
             except Exception:  # the writes' report is shown all the same
                 log.exception("ipylsp: could not check the cell's code")
         if report is None:
-            if not checks:
-                return
-            report = self.service.check_files(checks, progress=output.waiting)
+            report = self.service.check_files(checks, progress=output.waiting) if checks else (
+                Report()
+            )
         output.show(report, self.config, notes)
 
     def close(self) -> None:
@@ -156,8 +194,11 @@ def _before(write: Write, writes: dict[Path, Write]) -> str | None:
 
 
 def _settings_changes(config: IPyLSP) -> dict[str, Any]:
+    """Every setting, and the directory the user works in: the notebook's (`%cd` moves it)."""
     settings = config.to_settings()
-    return {name: getattr(settings, name) for name in settings.__dataclass_fields__}
+    changes = {name: getattr(settings, name) for name in settings.__dataclass_fields__}
+    changes["directory"] = Path(os.getcwd())
+    return changes
 
 
 def current(shell: Any) -> CellChecks | None:

@@ -2,9 +2,9 @@
 
 Names bound by `exec`, `%run`, `globals()[...]`, star imports or a cell that failed halfway
 are invisible to a server reading the cells. `kernel_view` hands the session the names (never
-reported undefined) and the imported modules (never unresolved), and a stub writer: for each
-name the cells read but never bind, one prelude line giving the live object's type where that
-is cheap and exact —
+reported undefined), the imported modules and what they hold (`holds`: never unresolved nor
+missing), and a stub writer: for each name the cells read but never bind, one prelude line
+giving the live object's type where that is cheap and exact —
 
 - a module: `import numpy as np`;
 - a class or function defined in an importable module: `from pkg.mod import Name as alias`;
@@ -60,12 +60,13 @@ _BUILTIN_TYPES = {
 def kernel_view(namespace: Mapping[str, Any]) -> KernelView:
     """The view of one check, read on the kernel's thread (the namespace is not copied)."""
     names = frozenset(namespace) | frozenset(dir(builtins)) | ALWAYS_BOUND
-    modules = frozenset(name for name in list(sys.modules) if not name.startswith("_"))
+    modules = frozenset(name for name, module in list(sys.modules.items())
+                        if module is not None and not name.startswith("_"))
 
     def stubs(wanted: frozenset[str]) -> str:
         return stub_prelude(namespace, sorted(wanted))
 
-    return KernelView(Kernel(names, modules), stubs)
+    return KernelView(Kernel(names, modules, lambda dotted: holds(namespace, dotted)), stubs)
 
 
 def stub_prelude(namespace: Mapping[str, Any], names: Iterable[str]) -> str:
@@ -157,3 +158,48 @@ def _importable(module: str) -> bool:
     return module not in ("__main__", "builtins") and all(
         part.isidentifier() and not part.startswith("_") for part in module.split(".")
     )
+
+
+def holds(namespace: Mapping[str, Any], dotted: str) -> bool:
+    """Whether `dotted` names a module of `sys.modules` or a member one holds, read without
+    running a module's code: its longest prefix in `sys.modules` (else its first part in the
+    namespace: `np.random`), then each further part a submodule in `sys.modules`, a name in
+    the module's own namespace, or, last, a name a lazy module (PEP 562 `__getattr__`, or a
+    module class's) lists in `__all__` or `dir()` but has not made yet."""
+    parts = dotted.split(".")
+    value: Any = None
+    rest: list[str] = []
+    for end in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:end]))
+        if module is not None:
+            value, rest = module, parts[end:]
+            break
+    else:
+        if parts[0] not in namespace:
+            return False
+        value, rest = namespace[parts[0]], parts[1:]
+    for index, part in enumerate(rest):
+        if not isinstance(value, types.ModuleType):
+            return False
+        own = _own(value)
+        name = own.get("__name__")
+        submodule = sys.modules.get(f"{name}.{part}") if isinstance(name, str) else None
+        if submodule is not None:
+            value = submodule
+        elif part in own:
+            value = own[part]
+        else:
+            return index == len(rest) - 1 and _lazy_member(value, own, part)
+    return True
+
+
+def _lazy_member(module: types.ModuleType, own: dict[str, Any], name: str) -> bool:
+    if "__getattr__" not in own and getattr(type(module), "__getattr__", None) is None:
+        return False  # no way to make it: `from module import name` fails
+    listed = own.get("__all__")
+    if isinstance(listed, (list, tuple)) and name in listed:
+        return True
+    try:
+        return name in dir(module)  # a module's `__dir__` is its own code: it may raise
+    except Exception:
+        return False

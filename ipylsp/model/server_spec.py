@@ -44,6 +44,10 @@ class ServerSpec:
     or INI sections (`setup.cfg:mypy`: `[mypy]` and `[mypy-*]`)."""
     settings: Mapping[str, Any] = field(default_factory=dict)
     initialization_options: Mapping[str, Any] | None = None
+    plain: Mapping[str, Any] = field(default_factory=dict)
+    """Merged into `initialization_options` and `settings` (keys "init" and "settings") when
+    the root is a plain directory, in no project (a notebook in the home directory): the
+    server discovers no files of its own there and checks only the files it is given."""
     env: Mapping[str, str] = field(default_factory=dict)
     activation: Activation = "default"
     description: str = ""

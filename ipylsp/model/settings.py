@@ -125,6 +125,11 @@ class Settings:
     workspace_markers: tuple[str, ...] = WORKSPACE_MARKERS
     """Files that make a directory a workspace besides a git worktree: paths in reports are
     shown relative to it, and servers are never rooted above it."""
+    directory: Path | None = None
+    """The directory the user works in, set by each surface (the kernel's working directory,
+    the Jupyter server's root, the agent's root): a file below it that is in no project is
+    still in a workspace, rooted there, with the servers' own file discovery bounded (a home
+    directory is not indexed). None: only projects are workspaces."""
     trusted_roots: tuple[Path, ...] = ()
     """Directories whose projects servers may be rooted in although another user can write
     to them or above them (a container's bind mount owned by the host's user, a WSL drive):

@@ -5,6 +5,7 @@ server's `root_dir`, closed with the server."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from ipylsp.agent.toolbox import Toolbox
@@ -18,6 +19,9 @@ _current: ServerState | None = None
 class ServerState:
     def __init__(self, root: Path, settings: Settings) -> None:
         self.root = root
+        # The root is the directory its users work in (JupyterHub's: their home): a file in
+        # no project below it is checked, by servers that do not index it all.
+        settings = replace(settings, directory=root)
         self.service = Service(settings, cells_dir=root)  # the root's servers check cells
         self.toolbox = Toolbox(self.service, root)
 

@@ -12,6 +12,10 @@ from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 
 _PY_ROOTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", ".git")
 _JS_ROOTS = ("tsconfig.json", "jsconfig.json", "package.json")
+_SUBDIRECTORIES = ["**/*/"]
+"""Every directory below a plain root (a notebook in the home directory): not discovered as
+the project's files; the files opened there are still checked and imports still resolve."""
+_NO_DISCOVERY = {"analysis": {"exclude": _SUBDIRECTORIES}}
 _JS_CONFIG = ("tsconfig.json", "jsconfig.json")
 _NODE = ("node", "npm")
 
@@ -40,6 +44,7 @@ SPECS: tuple[ServerSpec, ...] = (
         install=InstallRecipe("pip", ("ty",)),
         root_markers=("ty.toml", *_PY_ROOTS),
         config_files=("ty.toml", "pyproject.toml:tool.ty"),
+        plain={"init": {"configuration": {"src": {"exclude": _SUBDIRECTORIES}}}},
         description="Astral's type checker (fast).",
     ),
     ServerSpec(
@@ -60,6 +65,7 @@ SPECS: tuple[ServerSpec, ...] = (
         install=InstallRecipe("npm", ("pyright",), needs=("node", "npm")),
         root_markers=("pyrightconfig.json", *_PY_ROOTS),
         config_files=("pyrightconfig.json", "pyproject.toml:tool.pyright"),
+        plain={"settings": {"python": _NO_DISCOVERY}},
         description="Microsoft's type checker (node).",
     ),
     ServerSpec(
@@ -72,6 +78,7 @@ SPECS: tuple[ServerSpec, ...] = (
         config_files=(
             "pyrightconfig.json", "pyproject.toml:tool.basedpyright", "pyproject.toml:tool.pyright"
         ),
+        plain={"settings": {"basedpyright": _NO_DISCOVERY, "python": _NO_DISCOVERY}},
         description="Pyright fork from PyPI; brings its own node.",
     ),
     ServerSpec(

@@ -5,9 +5,10 @@
 - `find_root(path, markers)`: the nearest directory at or above the file that contains one of a
   server's root markers, never above the git worktree top; without a marker, the worktree top;
   without a worktree, the file's own directory.
-- `workspace_gate(path)`: the workspace a file belongs to (git worktree or project marker), or
-  None. A home directory or the filesystem root never qualifies, so editing ``~/notes.py`` does
-  not spawn daemons rooted at ``~``.
+- `workspace_gate(path, directory=...)`: the workspace a file belongs to (git worktree or
+  project marker; else the directory the user works in, when the file is below it), or None.
+  A home directory or the filesystem root is never a project, so editing ``~/notes.py`` from
+  elsewhere does not spawn daemons rooted at ``~``; a notebook *in* ``~`` works in it.
 
 Walks go upward only (``Path.parent`` of an absolute, normalized path: no symlink is followed while
 walking, so no loop is possible), are capped at `MAX_DEPTH` levels, and treat any `OSError`
@@ -28,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ipylsp.model.settings import WORKSPACE_MARKERS
+from ipylsp.private import other_writer
 from ipylsp.servers.dircache import DirCache
 
 MAX_DEPTH = 64
@@ -180,14 +182,40 @@ def workspace_gate(
     markers: Iterable[str] = WORKSPACE_MARKERS,
     *,
     home: str | os.PathLike[str] | None = None,
+    directory: str | os.PathLike[str] | None = None,
 ) -> Path | None:
     """The workspace ``path`` belongs to, or None when it is in none.
 
     A workspace is the git worktree holding the file, else the nearest directory above it that
     holds a project marker. The home directory and the filesystem root never qualify (a dotfiles
     repository at ``~`` does not make every file under ``~`` a workspace); below them, markers
-    still count.
+    still count. In no project, a file at or below `directory` (`Settings.directory`, the
+    directory the user works in: the notebook's) belongs to it, the home directory included,
+    unless it is the filesystem root or another user can write at or above it (servers would
+    read what they put there): a plain directory, see `in_project`.
     """
+    found = _gate(path, markers, home)
+    if found is not None or directory is None:
+        return found
+    opened = os.path.abspath(os.fspath(directory))
+    start = _start_dir(path)
+    if os.path.dirname(opened) == opened or not _is_within(start, opened):
+        return None
+    return Path(opened) if other_writer(opened) is None else None
+
+
+def in_project(path: str | os.PathLike[str], markers: Iterable[str] = WORKSPACE_MARKERS) -> bool:
+    """Whether `path` is in a project (git or marker), not only in the plain directory the
+    user works in, where servers discover no files of their own (`ServerSpec.plain_settings`)."""
+    return _gate(path, markers, None) is not None
+
+
+def _gate(
+    path: str | os.PathLike[str],
+    markers: Iterable[str],
+    home: str | os.PathLike[str] | None,
+) -> Path | None:
+    """The project ``path`` belongs to (`workspace_gate` without the user's directory)."""
     start = _start_dir(path)
     home_dir = os.path.abspath(os.fspath(home)) if home is not None else _home()
     marker_tuple = tuple(markers)

@@ -244,7 +244,7 @@ class Answers:
             self._opened.wait(CLOSE_WAIT)
 
 
-def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Report:
+def stored_report(answers: Answers, path: Path, settings: Settings) -> Report:
     """What the store holds for a file, or for every file under a directory, with no server
     running: each server's latest answer, marked cached, stale against the text on disk now."""
     store = answers.reader()
@@ -263,11 +263,11 @@ def stored_report(answers: Answers, path: Path, markers: tuple[str, ...]) -> Rep
             d for stored in by_server.values() for d in mark(stored.diagnostics, stored, text)
         )
         files.append(FileReport(
-            path=file, display_path=display_path(file, display_root(file, markers)),
+            path=file, display_path=display_path(file, display_root(file, settings)),
             diagnostics=shown, current=shown, servers=tuple(by_server),
         ))
     notes = () if files else (f"ipylsp: nothing stored for {path}",)
-    return Report(files=tuple(files), root=common_root((f.path for f in files), markers),
+    return Report(files=tuple(files), root=common_root((f.path for f in files), settings),
                   notes=notes)
 
 

@@ -281,7 +281,7 @@ def default_path(
     user plant their configuration. Raises `OSError` (`NotPrivate` when `cells` is not ours)
     when that directory cannot be made."""
     cwd = Path(os.getcwd())
-    if roots.workspace_gate(cwd, markers) is not None:
+    if roots.workspace_gate(cwd, markers, directory=cwd) is not None:
         return document_in(cwd), None
     parent = owned_dir(_cells_parent(private_parent))
     _sweep(parent)

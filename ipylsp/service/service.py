@@ -215,7 +215,7 @@ class Service:
         except LoopTimeout:
             rows = None
             result = batch.BatchResult(files=failed_files(
-                (f.path for f in files), self.settings.workspace_markers,
+                (f.path for f in files), self.settings,
                 UnknownReason.TIMED_OUT, "check timed out",
             ))
         notes = list(result.notes)
@@ -233,7 +233,7 @@ class Service:
             files=tuple(result.files),
             root=common_root(  # the written files' root; the cells' alone when none
                 [r.path for r in result.files if r.path not in virtual] or virtual,
-                self.settings.workspace_markers,
+                self.settings,
             ),
             notes=tuple(notes),
             unknown=tuple(result.unknown),
@@ -322,7 +322,7 @@ class Service:
         except Exception as exc:  # the kernel must never see our bugs as its own
             log.exception("check of %d files failed", len(files))
             return batch.BatchResult(files=failed_files(
-                (f.path for f in files), self.settings.workspace_markers,
+                (f.path for f in files), self.settings,
                 UnknownReason.FAILED, repr(exc),
             ))
         self._late.adopt(result.late)
@@ -461,11 +461,11 @@ class Service:
         the current one, for every stored file under it), marked cached and maybe stale."""
         if cached:
             where = self._normalize(path if path is not None else os.getcwd())
-            return stored_report(self._state.answers, where, self.settings.workspace_markers)
+            return stored_report(self._state.answers, where, self.settings)
         known = self._state.known
         paths = [self._normalize(path)] if path is not None else sorted(known)
         return known_report(
-            known, paths, self.settings.workspace_markers,
+            known, paths, self.settings,
             lambda file, server, text: self._state.answers.cached(file, server, text, ""),
         )
 

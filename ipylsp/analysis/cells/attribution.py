@@ -6,7 +6,8 @@ in the header (the prelude is ours), or when it is noise for cells:
 - a name the kernel's namespace holds is never undefined (`exec`, `%run`, `globals()[...]`,
   star imports, a cell that failed halfway all bind names no server can see), nor one used
   in a `try` body whose handler catches NameError (the cell handles it);
-- a module the kernel imported is never unresolved (the import ran);
+- a module the kernel holds is never unresolved, nor a member its module holds missing, and
+  an import under a handler of its ImportError is the cell's business (`imports`);
 - import order (I001), imports not at the top (E402: every cell after the first), useless
   semicolons (E703: `plt.plot();` hides the value), redefinitions across cells (F811, pyright's
   obscured declarations), top-level `await` (IPython runs it);
@@ -20,6 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from ipylsp.analysis.cells import imports
 from ipylsp.analysis.cells.document import Cell, CellDocument
 from ipylsp.model.diagnostics import Diagnostic, Position, Range
 
@@ -27,9 +29,6 @@ UNDEFINED_NAME = frozenset({
     "unresolved-reference", "possibly-unresolved-reference",  # ty
     "F821", "F405",  # ruff (F405: maybe from a star import)
     "reportUndefinedVariable", "reportPossiblyUnbound", "reportUnboundVariable",  # pyright
-})
-UNRESOLVED_IMPORT = frozenset({
-    "unresolved-import", "reportMissingImports", "reportMissingModuleSource",
 })
 NEVER_IN_CELLS = frozenset({"I001", "E402", "E703", "F811", "reportRedeclaration", "PIE790"})
 UNUSED_IMPORT = frozenset({"F401", "reportUnusedImport"})
@@ -44,10 +43,16 @@ _NAME = re.compile(r"[A-Za-z_][\w.]*")
 
 @dataclass(frozen=True, slots=True)
 class Kernel:
-    """What the kernel knows: names bound (namespace and builtins), modules imported."""
+    """What the kernel knows: names bound (namespace and builtins), modules imported, and
+    whether a dotted name is a module or a module's member it holds (`imports.Holds`)."""
 
     names: frozenset[str] = frozenset()
     modules: frozenset[str] = frozenset()
+    holds: imports.Holds = imports.holds_nothing
+
+    def has(self, dotted: str) -> bool:
+        """A module imported, or a module's member the kernel holds."""
+        return dotted in self.modules or self.holds(dotted)
 
 
 def by_cell(
@@ -84,9 +89,8 @@ def _quiet(
         name = _NAME.match(text)
         return (name is None or name.group(0).split(".")[0] in kernel.names
                 or cell.guards(line))
-    if code in UNRESOLVED_IMPORT:
-        module = _NAME.match(text)
-        return module is None or module.group(0) in kernel.modules
+    if imports.disproved(d, text, cell.neutral.text, line, kernel.has):
+        return True
     if code in UNUSED_IMPORT:
         return cell.key == newest
     if code in UNUSED_EXPRESSION:

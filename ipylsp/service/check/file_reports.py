@@ -19,13 +19,15 @@ from ipylsp.model.diagnostics import (
     UnknownReason,
     display_path,
 )
+from ipylsp.model.settings import Settings
 from ipylsp.servers import roots
 from ipylsp.service.check.checked_files import KnownFiles
 
 
-def display_root(path: Path, markers: tuple[str, ...]) -> Path | None:
-    """The workspace `path` is shown relative to (`Settings.workspace_markers`)."""
-    return roots.workspace_gate(path, markers)
+def display_root(path: Path, settings: Settings) -> Path | None:
+    """The workspace `path` belongs to and is shown relative to: the one rule
+    (`roots.workspace_gate` with `Settings.workspace_markers` and `Settings.directory`)."""
+    return roots.workspace_gate(path, settings.workspace_markers, directory=settings.directory)
 
 
 def file_report(
@@ -68,22 +70,22 @@ def merge_reports(reports: list[FileReport]) -> list[FileReport]:
 
 
 def failed_files(
-    paths: Iterable[Path], markers: tuple[str, ...], reason: UnknownReason, detail: str
+    paths: Iterable[Path], settings: Settings, reason: UnknownReason, detail: str
 ) -> list[FileReport]:
     """Each file of a check that produced no result (timed out, or our own failure)."""
     return [
         FileReport(
             path=path,
-            display_path=display_path(path, display_root(path, markers)),
+            display_path=display_path(path, display_root(path, settings)),
             unknown=(Unknown("ipylsp", reason, detail),),
         )
         for path in paths
     ]
 
 
-def common_root(paths: Iterable[Path], markers: tuple[str, ...]) -> Path | None:
+def common_root(paths: Iterable[Path], settings: Settings) -> Path | None:
     """The workspace root of every path, when they share one (a report's `root`)."""
-    found = {display_root(path, markers) for path in paths}
+    found = {display_root(path, settings) for path in paths}
     return found.pop() if len(found) == 1 else None
 
 
@@ -92,7 +94,7 @@ StandIn = Callable[[Path, str, str], tuple[Diagnostic, ...]]
 
 
 def known_report(
-    known: KnownFiles, paths: Iterable[Path], markers: tuple[str, ...],
+    known: KnownFiles, paths: Iterable[Path], settings: Settings,
     stand_in: StandIn | None = None,
 ) -> Report:
     """The last known diagnostics of `paths` (those known), no server round trip. A server
@@ -110,7 +112,7 @@ def known_report(
         files.append(
             FileReport(
                 path=path,
-                display_path=display_path(path, display_root(path, markers)),
+                display_path=display_path(path, display_root(path, settings)),
                 diagnostics=everything + cached,
                 current=everything,
                 unknown=tuple(
@@ -121,7 +123,7 @@ def known_report(
                 servers=tuple(entry.results),
             )
         )
-    return Report(files=tuple(files), root=common_root((f.path for f in files), markers))
+    return Report(files=tuple(files), root=common_root((f.path for f in files), settings))
 
 
 def error_count(report: Report) -> int:

@@ -1,10 +1,12 @@
 """Which servers serve a path, and each one's pool slot or why none can: one resolver for
 checks and features alike.
 
-A path's workspace (`Settings.workspace_markers`) is where its report path is shown relative
-to and the ceiling of its servers' roots. A missing server becomes an `Unknown` (with the
-automatic install's state when `install_strategy` is "auto"), in full the first time for a
-(server, root, reason) and as a short line after that. `BatchLookups` looks each of these up
+A path's workspace (`file_reports.display_root`: a project, else the directory the user works
+in) is where its report path is shown relative to and the ceiling of its servers' roots; in
+no project, its servers start with their own file discovery bounded (`ServerSpec.plain`).
+A missing server becomes an `Unknown` (with the automatic install's state when
+`install_strategy` is "auto"), in full the first time for a (server, root, reason) and as a
+short line after that. `BatchLookups` looks each of these up
 once per batch (the lookups stat directories; 1,000 files in a few directories need a few).
 """
 
@@ -40,7 +42,7 @@ class Resolver:
 
     def shown_root(self, path: Path) -> Path | None:
         """The workspace `path` is shown relative to, and servers are rooted within."""
-        return display_root(path, self.settings.workspace_markers)
+        return display_root(path, self.settings)
 
     def installed(self, spec: ServerSpec) -> bool:
         return executables.is_installed(spec, executables.data_dir(self.settings))
@@ -76,6 +78,8 @@ class Resolver:
             or found.starting is not None
         ):  # else a stopped server whose command was configured anew: the new one starts
             return found
+        if gate is not None and not roots.in_project(path, self.settings.workspace_markers):
+            spec = _plain(spec)  # the directory the user works in: no discovery of its own
         served = python_env.for_server(spec, root, ceiling=gate)
         return self.pool.add(served, root, resolution.command)
 
@@ -177,3 +181,19 @@ class BatchLookups:
         if key not in self._slots:
             self._slots[key] = self._resolver.slot(spec, path, self.shown_root(path))
         return self._slots[key]
+
+
+def _plain(spec: ServerSpec) -> ServerSpec:
+    """`spec` for a root in no project (`ServerSpec.plain` merged in)."""
+    if not spec.plain:
+        return spec
+    init = spec.plain.get("init")
+    settings = spec.plain.get("settings")
+    return replace(
+        spec,
+        initialization_options=(
+            python_env.deep_merge(spec.initialization_options or {}, init)
+            if init else spec.initialization_options
+        ),
+        settings=python_env.deep_merge(spec.settings, settings) if settings else spec.settings,
+    )
