@@ -24,7 +24,7 @@ from ipylsp.analysis.cells.neutralize import NeutralCell, neutralize, split_cell
 from ipylsp.analysis.report import format_text, to_json
 from ipylsp.analysis.syntax import syntax_diagnostics
 from ipylsp.ipython.namespace import stub_prelude
-from ipylsp.ipython.reading import static_reader
+from ipylsp.ipython.reading import read_with, static_reader
 from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
 from ipylsp.model.settings import Settings
 from ipylsp.service.cells import KernelView
@@ -109,6 +109,8 @@ CORPUS = [
     "%%timeit -n 1 z = (\nz", "x = 1\n\n\n", "\n\n  x = 1\n  y = (",
     "class C:\n    !ls\n    x = 1", "%config IPyLSP.severity = 'all'", "x = [\n%time 1\n]",
     "lambda: %x", ">>> if x:\n...     y = 1\n... else:\n...   y = 2",
+    "%foo a \\\n  b\nx = 1", "!a \\\nb\nb", "x = 1\n%a \\\n  b\n%c\ny = 2",
+    "len?\nx = 1\nlen??", "f(a,\n  b)?", "x = !ls \\\n  -l\n%a\n%a",
 ]
 PYTHON_BODIES = ("time", "timeit", "capture", "prun", "debug")
 
@@ -133,6 +135,15 @@ def test_our_reading_compiles_exactly_when_the_kernels_does(source: str) -> None
     document = CellHistory().with_cell(make_cell("a", 1, source, READ)).document()
     assert _compiles(document.text) == _compiles(runs), (transformed, document.text)
     assert len(READ(source).lines) == len(split_cell(source))
+
+
+@pytest.mark.parametrize("source", CORPUS)
+def test_one_diff_places_the_kernels_lines_as_following_each_transformer_does(
+    source: str,
+) -> None:
+    manager = TransformerManager()
+    text = manager.transform_cell(source)
+    assert read_with(manager, source, text) == read_with(manager, source, text, stepwise=True)
 
 
 def _compiles(text: str) -> bool:
