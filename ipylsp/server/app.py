@@ -1,9 +1,12 @@
 """`IPyLSPServer`: the Jupyter server extension app. Enabled on install by
 `jupyter-config/jupyter_server_config.d/ipylsp.json`; its settings come from the same
-`IPyLSP` configurable as the kernel's (`c.IPyLSP.*` in jupyter_server_config.py)."""
+`IPyLSP` configurable as the kernel's (`c.IPyLSP.*` in jupyter_server_config.py).
+
+Also owns how a Jupyter server without a terminal stops on SIGINT (`stop_on_sigint`)."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ class IPyLSPServer(ExtensionApp):
         # a JupyterHub user's root, their home): the lab extension resolves the reports'
         # absolute paths against this absolute one instead.
         server.web_app.settings.setdefault("page_config_data", {})[ROOT_OPTION] = str(root)
+        stop_on_sigint(server)
         current = state.start(root, settings)
         self.settings["ipylsp_state"] = current
         self.settings["ipylsp_mcp"] = self._mcp = McpBridge(current.toolbox)
@@ -44,6 +48,20 @@ class IPyLSPServer(ExtensionApp):
     async def stop_extension(self) -> None:
         await self._mcp.close()
         state.stop()
+
+
+def stop_on_sigint(server: Any) -> None:
+    """SIGINT stops the server as SIGTERM does (its shutdown: kernels, extensions), when it
+    has no terminal. Jupyter server installs its SIGINT handler (a confirmation prompt) only
+    on a terminal; without one, as under JupyterHub, which stops a user's server with SIGINT,
+    Python's KeyboardInterrupt ended the event loop and the process skipped the shutdown: its
+    kernels were left to kill themselves with `os._exit` when they saw it gone, so their
+    servers' last answers and status files were never handed over or removed."""
+    try:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, server._signal_stop)
+    except (ValueError, AttributeError):  # not the main thread; a server without the method
+        pass
 
 
 def extension_points() -> list[dict[str, Any]]:
