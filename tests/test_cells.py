@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
+from ipylsp.analysis.cells import window
 from ipylsp.analysis.cells.attribution import Kernel, by_cell
 from ipylsp.analysis.cells.document import CellHistory, make_cell, unbound_loads
 from ipylsp.analysis.cells.neutralize import NeutralCell, neutralize, split_cell
@@ -539,3 +540,45 @@ def test_ends_on_other_lines_keep_their_lines_offsets_and_compound_last_statemen
     loop = CellHistory().with_cell(make_cell("b", 1, "for x in y:\n    x == 1")).document()
     found = by_cell([_diag(loop.starts[0] + 1, 4, 10, "B018")], loop, Kernel(), "b")
     assert found  # a useless comparison inside the last loop is not the cell's value
+
+
+# -- CellSession on real ty + ruff, more history than the window holds ---------------------------
+
+
+@pytest.mark.real
+def test_a_caller_older_than_the_window_is_reported_when_a_rerun_breaks_it(
+    service: Service,
+) -> None:
+    cells = service.cells
+    cells.run("def area(w: int, h: int) -> int:\n    return w * h", count=1, cell_id="define")
+    assert format_text(cells.run("total = area(2, 3)", count=2, cell_id="call")) == ""
+    for n in range(window.WINDOW_LINES + 10):
+        assert format_text(cells.run(f"fill_{n} = area({n}, 1)", count=3 + n,
+                                     cell_id=f"f{n}")) == ""
+    assert cells.document is not None and "id:call" not in {
+        c.key for c in cells.document.cells}  # the caller is out of the window
+    rerun = cells.run("def area(w: int) -> int:\n    return w", count=100, cell_id="define")
+    shown = [(f.display_path, d.code) for f in rerun.files for d in f.diagnostics]
+    assert ("cell [2]", "too-many-positional-arguments") in shown
+    assert ("cell [3]", "too-many-positional-arguments") in shown
+    assert len(shown) == window.WINDOW_LINES + 11  # every caller, each once
+
+
+@pytest.mark.real
+def test_moving_the_window_reports_nothing(service: Service) -> None:
+    """Cells with errors that stay, then clean cells past several cuts: no cell's check says
+    anything about the cells the window dropped or the declarations that replaced them."""
+    cells = service.cells
+    cells.run("def f(a: int, b: int = 1) -> int:\n    return a * b", count=1)
+    cells.run("class C:\n    def __init__(self, n: int) -> None:\n        self.n = n", count=2)
+    broken = cells.run("wrong: int = 'not an int'\nitems = [1, 2, 3]", count=3)
+    assert [d.code for f in broken.files for d in f.diagnostics] == ["invalid-assignment"]
+    reports = [
+        format_text(cells.run(f"v_{n} = f({n}) + C({n}).n + len(items)", count=4 + n))
+        for n in range(2 * window.WINDOW_LINES + 5)
+    ]
+    assert reports == [""] * len(reports)
+    late = cells.run("f('s')\nC(1).missing", count=500)
+    assert sorted(d.code for f in late.files for d in f.diagnostics) == [
+        "invalid-argument-type", "missing-attribute",
+    ]

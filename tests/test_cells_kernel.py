@@ -348,3 +348,27 @@ def test_a_slower_server_checks_cells_once_started(tmp_path: Path) -> None:
             f'parameter "x" of type "int" in function "f"; "Literal[\'{letter}\']" is not '
             'assignable to "int" [reportArgumentType] (basedpyright)',
         )]
+
+
+def test_a_rerun_reports_a_caller_far_older_than_the_window(kernel: CellKernel) -> None:
+    """The document holds a window of recent cells (`analysis.cells.window`): a definition
+    re-run with a new signature brings back every later cell that calls it, however many
+    cells ran between."""
+    from ipylsp.analysis.cells.window import WINDOW_LINES
+
+    kernel.run("def area(w: int, h: int) -> int:\n    return w * h", cell_id="define")
+    caller = kernel.run("total = area(2, 3)", cell_id="caller")
+    between = [kernel.run(f"step_{n} = {n} * 2", cell_id=f"step{n}")
+               for n in range(WINDOW_LINES + 10)]
+    assert [c.outputs for c in between] == [[]] * len(between)
+    shown = kernel.run(
+        "from ipylsp.ipython.extension import current\n"
+        "print(sorted(c.count for c in current(get_ipython()).cells.session.document.cells))"
+    )
+    assert str(caller.count) not in shown.stdout.strip("[]\n").split(", ")  # out of the window
+    rerun = kernel.run("def area(w: int) -> int:\n    return w", cell_id="define")
+    assert rerun.displays == [block(
+        f"cell [{caller.count}]",
+        "ERROR [1:17] Too many positional arguments to function `area`: expected 1, got 2 "
+        "[too-many-positional-arguments] (ty)",
+    )]

@@ -1,12 +1,13 @@
 """The notebook's executed cells, checked as one virtual document beside the files.
 
 Not a second checker: a `CellSession` keeps the history (`analysis.cells.document`), builds
-the document (header, the kernel's stub prelude, the cells), and asks `Service.check_files`
+the document (the cells `analysis.cells.window` chooses, after a header declaring what the
+others bound: its cost does not grow with the history), and asks `Service.check_files`
 for it as a *virtual* file (in memory only: never read from or saved to disk, never pending,
-never listed). The delta is the checker's own: the document before the cell against the
-document after it. What comes back is moved to cells (`analysis.cells.attribution`), and every
-cell with a problem the cell introduced gets its own entry, `cell [n]`: the newest first,
-then earlier cells it broke.
+never listed). The delta is the checker's own: the text before the cell (the last document,
+or the same cells as they were) against the document after it. What comes back is moved to
+cells (`analysis.cells.attribution`), and every cell with a problem the cell introduced gets
+its own entry, `cell [n]`: the newest first, then earlier cells it broke.
 
 Which servers: every server that serves Python files, on the concatenated document. Ruff, ty
 and the pyright family also accept LSP 3.17 notebook documents, but those carry cells as the
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+from ipylsp.analysis.cells import window
 from ipylsp.analysis.cells.attribution import UNUSED_IMPORT, Kernel, by_cell
 from ipylsp.analysis.cells.document import (
     IDENTIFIED,
@@ -36,7 +38,6 @@ from ipylsp.analysis.cells.document import (
     CellDocument,
     CellHistory,
     make_cell,
-    unbound_loads,
 )
 from ipylsp.analysis.cells.marks import CellMarks
 from ipylsp.analysis.cells.neutralize import Reader, plain_reading
@@ -175,6 +176,12 @@ class CellSession:
                 self._path, self._made = default_path(self._markers, self._private_parent)
             return self._path
 
+    @property
+    def document(self) -> CellDocument | None:
+        """The document the servers last checked for a cell that ran (`analysis.cells.window`
+        chose its cells); None before the first."""
+        return self._last
+
     def close(self) -> None:
         """The directory of its own made outside a workspace (`default_path`) is removed."""
         if self._made is not None:
@@ -217,12 +224,9 @@ class CellSession:
         """`ran`: a cell that ran (kept as the last document); else a preflight, whose entry
         is shown even when it has nothing to say (it answers for the code)."""
         view = self.view()
-        prelude = ""
-        if view.stubs is not None:
-            wanted = frozenset(unbound_loads(after.cells) & view.kernel.names)
-            prelude = view.stubs(wanted) if wanted else ""
-        document = after.document(prelude)
-        before = self._last if self._last is not None else self.history.document(prelude)
+        document, before = window.documents(
+            self.history, after, cell, self._last, view.kernel.names, view.stubs
+        )
         try:
             path = self.path
         except OSError as exc:  # NotPrivate, or a data dir that cannot be written
