@@ -86,3 +86,20 @@ def test_a_notebook_in_the_home_directory_checks_its_writes_and_says_what_it_doe
         assert any(note in d for d in first.displays), first.displays
         again = k.run(code.replace("out.py", "more.py"))
         assert not any("not checked" in d for d in again.displays), again.displays
+
+
+def test_ipylsps_own_files_in_the_home_are_not_the_cells_writes(tmp_path: Path) -> None:
+    """ipylsp's data dir is below the home (`~/.local/share/ipylsp`): the status file its
+    service publishes there while a cell runs a check is ipylsp's own, never reported as a
+    file the cell wrote (it was: `UNKNOWN [vscode-json-language-server] not installed`)."""
+    require("ty")
+    require("ruff")
+    home = _home(tmp_path)
+    kernel = Kernel(kernel_dir_for(tmp_path), home)
+    kernel.env = {k: v for k, v in kernel.env.items() if not k.startswith("XDG_")}
+    kernel.env["HOME"] = str(home)
+    with kernel as k:
+        assert k.run("%load_ext ipylsp").outputs == []
+        cell = k.run("import ipylsp\n_ = ipylsp.check_cell('x = 1')")
+        assert list((home / ".local/share/ipylsp/run").glob("status-*.json"))
+        assert cell.displays == []

@@ -17,7 +17,7 @@ from ipylsp.ipython.display import CellReport
 from ipylsp.ipython.monitor import CellMonitor
 from ipylsp.ipython.watch import Write, WriteWatcher
 from ipylsp.model.diagnostics import Report
-from ipylsp.servers import languages, roots
+from ipylsp.servers import executables, languages, roots
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -49,6 +49,9 @@ class CellChecks:
         """Source files the running cell wrote outside every workspace (not checked)."""
         self._languages = frozenset(self.config.to_settings().language_servers)
         """Languages whose files the user has servers for (a note for those only)."""
+        self._data_dir = _real_data_dir(self.config)
+        """ipylsp's own files (status files, the cells' directories, the store): never checked,
+        though a notebook's directory (a home) may hold them."""
         self._told: set[Path] = set()
         """Directories whose unchecked files were noted (once each)."""
         self._depth = 0
@@ -74,6 +77,8 @@ class CellChecks:
         name = change["name"]
         if name == "language_servers":
             self._languages = frozenset(self.config.to_settings().language_servers)
+        if name == "data_dir":
+            self._data_dir = _real_data_dir(self.config)
         if name == "check_shell_writes":
             self.watcher.child_mode = "auto" if change["new"] else "off"
         if self._service is not None:
@@ -82,6 +87,8 @@ class CellChecks:
     def _in_workspace(self, path: Path) -> bool:
         """The one rule (`roots.workspace_gate`), with the notebook's directory as the user's:
         a file in no project below it is checked. A source file outside is noted once."""
+        if path.is_relative_to(self._data_dir):
+            return False  # ipylsp's own file, written by its service during the cell
         markers = tuple(self.config.workspace_markers)
         if roots.workspace_gate(path, markers, directory=os.getcwd()) is not None:
             return True
@@ -229,3 +236,8 @@ def current_session(service: Callable[[], Service]) -> CellSession:
     session.view = lambda: kernel_view(shell.user_ns)
     session.read = kernel_reader(shell)
     return session
+
+
+def _real_data_dir(config: IPyLSP) -> Path:
+    """ipylsp's data dir, symlinks resolved (the watcher's paths are)."""
+    return Path(os.path.realpath(executables.data_dir(config.to_settings())))
