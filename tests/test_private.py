@@ -10,6 +10,7 @@ Acting as another user needs root (CI runs as root): without it these tests fail
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -94,16 +95,22 @@ def tree(top: Path) -> set[Path]:
     return {Path(d) / n for d, dirs, files in os.walk(top) for n in (*dirs, *files)}
 
 
-@pytest.fixture
-def shared() -> Iterator[Path]:
+@contextlib.contextmanager
+def sticky_dir() -> Iterator[Path]:
     """A world-writable sticky directory in /tmp, as /tmp is (another user reaches it)."""
-    assert os.geteuid() == 0, "acting as another user needs root (CI runs as root)"
     directory = Path(tempfile.mkdtemp(prefix="ipylsp-shared-", dir="/tmp"))
     os.chmod(directory, 0o1777)
     try:
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    assert os.geteuid() == 0, "acting as another user needs root (CI runs as root)"
+    with sticky_dir() as directory:
+        yield directory
 
 
 @pytest.fixture
