@@ -162,3 +162,20 @@ def test_facts_of_a_cell_read_scopes_apart() -> None:
                            None) == [cell]
     assert window.affected([cell, make_cell("c", 2, "data = 1")],
                            make_cell("c", 2, "data = 1"), None) == []  # read as it ran
+
+
+def test_a_seeded_cell_rerun_with_its_id_is_its_earlier_version() -> None:
+    """Cells run before `%load_ext` are known by their source: run again with the front end's
+    id, the seeded cell is its earlier version (replaced in place, compared with itself)."""
+    session = Session()
+    define = "def area(w: int, h: int) -> int:\n    return w * h"
+    for key, source in [("src:define", define), ("src:call", "total = area(2, 3)")]:
+        cell = make_cell(key, len(session.history.cells) + 1, source)
+        session.history = session.history.with_cell(cell)
+    fillers(session, window.WINDOW_LINES + 5)
+    document, before = session.run("define", define)
+    assert keys(document) == keys(before) == ["define"]  # the same code: nothing comes back
+    assert document.text == before.text
+    document, before = session.run("define", "def area(w: int) -> int:\n    return w")
+    assert [c.key for c in document.cells] == [c.key for c in before.cells] == [
+        "id:define", "src:call"]

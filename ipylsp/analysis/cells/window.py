@@ -33,9 +33,9 @@ import ast
 import functools
 import symtable
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ipylsp.analysis.cells.document import Cell, CellDocument, CellHistory
+from ipylsp.analysis.cells.document import IDENTIFIED, Cell, CellDocument, CellHistory
 
 WINDOW_LINES = 60
 """Lines of cells the document may grow to by appending new cells (then it is cut)."""
@@ -62,6 +62,7 @@ def documents(
     """(the document to check, the text before `newest` ran): `previous` is the history
     before it, `after` with it, `last` the document last checked, `names` the kernel's and
     `stubs` its declarations of them."""
+    previous = _with_key(previous, newest)
     old = next((c for c in previous.cells if c.key == newest.key), None)
     needed = {newest.key, *(c.key for c in affected(after.cells, newest, old))}
     if last is not None and _grows(previous, after, newest, old, last, needed):
@@ -74,6 +75,18 @@ def documents(
         _document(after.cells, cells, names, stubs),
         _document(previous.cells, before, names, stubs) if before else EMPTY,
     )
+
+
+def _with_key(previous: CellHistory, newest: Cell) -> CellHistory:
+    """`previous` with the cell `newest` replaces known by its key: a cell seeded by its
+    source (run before `%load_ext`) run again with its id takes the id (`with_cell`)."""
+    if not newest.key.startswith(IDENTIFIED) or any(c.key == newest.key for c in previous.cells):
+        return previous
+    return CellHistory(tuple(
+        replace(c, key=newest.key)
+        if not c.key.startswith(IDENTIFIED) and c.source == newest.source else c
+        for c in previous.cells
+    ), previous.cap)
 
 
 def _grows(
