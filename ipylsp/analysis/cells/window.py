@@ -32,6 +32,8 @@ from __future__ import annotations
 import ast
 import functools
 import symtable
+import threading
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -148,7 +150,8 @@ def declarations(
     - without a kernel (a check outside IPython): by its binding statement.
     """
     shown = {c.key for c in cells}
-    position = {c.key: i for i, c in enumerate(history)}
+    index = _index(history)
+    position = index.position
     bound: set[str] = set()
     todo: list[tuple[str, tuple[int, int]]] = []
     for cell in cells:
@@ -180,7 +183,7 @@ def declarations(
     while True:
         while todo:
             name, before = todo.pop()
-            where = _binding(history, shown, name, before)
+            where = _binding(history, index, shown, name, before)
             if where is not None and (
                 where in found or _facts(history[where[0]].neutral.text).statements[where[1]]
                 .definition
@@ -209,7 +212,7 @@ def declarations(
 
 
 def _binding(
-    history: Sequence[Cell], shown: set[str], name: str, before: tuple[int, int]
+    history: Sequence[Cell], index: _Index, shown: set[str], name: str, before: tuple[int, int]
 ) -> tuple[int, int] | None:
     """(cell, statement) of the statement that last bound `name` before the statement
     `before`, in a cell left out of the document; None when none did."""
@@ -219,16 +222,50 @@ def _binding(
         for at in range(min(statement_at, len(statements)) - 1, -1, -1):
             if name in statements[at].binds:
                 return cell_at, at
-    for index in range(min(cell_at, len(history)) - 1, -1, -1):
-        cell = history[index]
-        if name not in cell.binds or cell.key in shown:
+    binders = index.binders.get(name, ())
+    for position in reversed(binders[: bisect_left(binders, cell_at)]):
+        cell = history[position]
+        if cell.key in shown:
             continue
         statements = _facts(cell.neutral.text).statements
         for at in range(len(statements) - 1, -1, -1):
             if name in statements[at].binds:
-                return index, at
+                return position, at
         return None
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """Where each cell of a history is, and the cells that bind each name (ascending)."""
+
+    position: dict[str, int]
+    binders: dict[str, list[int]]
+
+
+_INDEXES: dict[int, tuple[Sequence[Cell], _Index]] = {}
+"""The last histories' indexes by identity (the history is held, so its id stays its own):
+one check reads the history before and after the cell, twice each."""
+
+
+_INDEXES_LOCK = threading.Lock()
+
+
+def _index(history: Sequence[Cell]) -> _Index:
+    with _INDEXES_LOCK:
+        known = _INDEXES.get(id(history))
+    if known is not None and known[0] is history:
+        return known[1]
+    binders: dict[str, list[int]] = {}
+    for at, cell in enumerate(history):
+        for name in cell.binds:
+            binders.setdefault(name, []).append(at)
+    index = _Index({c.key: i for i, c in enumerate(history)}, binders)
+    with _INDEXES_LOCK:
+        if len(_INDEXES) >= 4:
+            del _INDEXES[next(iter(_INDEXES))]
+        _INDEXES[id(history)] = (history, index)
+    return index
 
 
 # -- the cells a change can break ------------------------------------------------------------------
