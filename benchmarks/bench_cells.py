@@ -1,37 +1,42 @@
 #!/usr/bin/env python3
 """What the cell check (`IPyLSP.check_cells`) adds to a cell, in one run. Prints JSON.
 
-    .venv/bin/python benchmarks/bench_cells.py [--history 200] [--n 30] [--first-runs 5]
+    .venv/bin/python benchmarks/bench_cells.py [--histories 0,50,200,1000] [--n 30]
+        [--raw-n 10] [--first-runs 5]
         [--servers ty,basedpyright]
 
-The issue's question: "Time added to a cell by the cell check on warm ty and on basedpyright,
-with 200 executed cells of history (median). The first cell after `%load_ext` must not wait for
-a server to start." Every case is alternated with its reference, medians of wall times:
+The issue's question: what a cell's check adds on warm ty + ruff and on basedpyright + ruff,
+at 0, 50, 200 and (with `cell_history = 1000`) 1,000 executed cells of history (medians); the
+first cell after `%load_ext` must not wait for a server to start. Every case is alternated with
+its reference, medians of wall times:
 
 - ``kernel``: real ipykernels (jupyter_client, cells timed from ``execute_request`` to
   ``idle``, `store_history=True` as a notebook sends them). Per server set (ty + ruff, the
-  default; basedpyright + ruff): a kernel runs `--history` generated cells (defs, classes,
-  imports, loops, comprehensions, `%time`, `%%capture`, `!` and `x = !cmd` lines, `exec`-bound
-  names, top-level `await`, a few cells that raise and a few type errors), then `%load_ext
-  ipylsp` (the session is seeded with that history), then warm-up cells until a deliberate
-  error is reported. Then `--n` new cells (each reads names of earlier cells), alternately with
+  default; basedpyright + ruff) and history size: a kernel runs that many generated cells
+  (defs, classes, imports, loops, comprehensions, `%time`, `%%capture`, `!` and `x = !cmd`
+  lines, `exec`-bound names, top-level `await`, a few cells that raise and a few type errors),
+  then `%load_ext ipylsp` (the session is seeded with that history), then warm-up cells until a
+  deliberate error is reported. Then `--n` new cells (each reads names of old cells: a function,
+  a string and an `exec`-bound list, declared in the document's header), alternately with
   `check_cells` on and off (switched by a silent execution) and on a kernel without ipylsp:
-  ``added_ms`` = on - off. Every "on" cell must be clean (no display): counted in ``displays``.
+  ``added_ms`` = on - off. Every "on" cell must be clean (no display): counted in ``displays``;
+  ``document_lines`` is the size of the last document the servers checked.
 - ``first_cell``: `--first-runs` fresh kernels per server set: cell 1 `%load_ext ipylsp` (+ the
   server set), cell 2 a small cell (the first cell checked), cell 3 another one; against a
   kernel without ipylsp running `pass` then the same two cells. The reference for "waiting for a
   server start" is ``server_start_ms``: a fresh `Service`'s first check of a one-line file
   (spawn, initialize, first diagnostics), measured in the same run.
 - ``session``: `CellSession.run` directly on a warm `Service` (no kernel), the same generated
-  history (run once in an in-process `InteractiveShell` for a real namespace): 200 cells of
-  history against an empty history (cleared before each cell), and split three ways:
-  ``cells_ms`` (ours, around the service: neutralize, document, prelude, locate),
-  ``service_ms`` (the service's own share: batching, delta, report), ``wire_ms`` (first
-  document notification to the last message read: the servers).
-- ``prelude``: the same 200-cell session with the kernel's stub prelude (names bound by `exec`
-  that later cells read, declared with their live types) against the same kernel names with no
-  prelude (the names are still never reported; the servers just see no declarations);
-  ``stub_prelude_ms`` is `stub_prelude` alone and ``prelude_lines`` its size.
+  history (run once in an in-process `InteractiveShell` for a real namespace), one session per
+  history size, alternated; each run split three ways: ``cells_ms`` (ours, around the service:
+  neutralize, the window and its declarations, locate), ``service_ms`` (the service's own share:
+  batching, delta, report), ``wire_ms`` (first document notification to the last message read:
+  the servers); ``document_lines`` of each checked document. ``rerun``: an old definition (the
+  second cell, `f_1`) re-run in place with its signature alternately changed and back, between
+  new cells: it brings back every later cell that reads it (a second pass for the text before).
+- ``raw``: the servers alone (`lsp_client.py`, the raw client, one process per server and
+  document): a new cell in the whole-history document (what every check sent before the window)
+  against the same cell in the window's document.
 
 Nothing here is a test: no asserts on times.
 """
@@ -40,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -127,15 +133,27 @@ def history_cells(n: int) -> list[str]:
 
 
 def new_cell(i: int, history: Sequence[str]) -> str:
-    """A new cell reading names of earlier cells (f_*, s_*, e_*), clean for every checker."""
-    text = "\n".join(history)
-    f = max(j for j in range(len(history)) if f"def f_{j}(" in text)
-    s = max(j for j in range(len(history)) if f"s_{j} = json.dumps" in text)
-    e = max(j for j in range(len(history)) if f'exec("e_{j} =' in text)
+    """A new cell reading names of earlier cells (f_*, s_*, e_*), clean for every checker; with
+    no such cells (an empty history), the same shape on its own names."""
+    names = probe_names(tuple(history))
+    if names is None:
+        return (f"probe_{i} = [k * 2 + len('s{i}') for k in range({i % 7 + 1})]\n"
+                f"probe_{i}.append(len(probe_{i}))\nprobe_{i}[-1]")
+    f, s, e = names
     return (
         f"probe_{i} = [f_{f}(k) + len(s_{s}) for k in range({i % 7 + 1})]\n"
         f"probe_{i}.append(len(e_{e}))\nprobe_{i}[-1]"
     )
+
+
+@functools.lru_cache(maxsize=16)
+def probe_names(history: tuple[str, ...]) -> tuple[int, int, int] | None:
+    """The last f_*, s_* and e_* the history binds (None when it binds none of one)."""
+    marks = ("def f_{}(", "s_{} = json.dumps", 'exec("e_{} =')
+    found = [max((j for j, s in enumerate(history) if mark.format(j) in s), default=None)
+             for mark in marks]
+    f, s, e = found
+    return None if f is None or s is None or e is None else (f, s, e)
 
 
 FIRST_CELL = "import statistics\nmean_a = statistics.mean([1, 2, 3])\nmean_a"
@@ -191,10 +209,11 @@ def kernels(base: Path, cwd: Path, count: int) -> Iterator[list[Kernel]]:
                 kernel.close()
 
 
-def load_cell(data_dir: Path, servers: Sequence[str]) -> str:
+def load_cell(data_dir: Path, servers: Sequence[str], cap: int | None = None) -> str:
     # HOME is the benchmark's own (Isolation): the installed servers are in the real data dir.
+    history = f"\n%config IPyLSP.cell_history = {cap}" if cap is not None else ""
     return (f"%load_ext ipylsp\n%config IPyLSP.data_dir = {str(data_dir)!r}\n"
-            f"%config IPyLSP.language_servers = {{'python': {list(servers)!r}}}")
+            f"%config IPyLSP.language_servers = {{'python': {list(servers)!r}}}{history}")
 
 
 def warm_up(kernel: Kernel, tries: int = 40) -> dict[str, Any]:
@@ -210,11 +229,12 @@ def warm_up(kernel: Kernel, tries: int = 40) -> dict[str, Any]:
 
 def kernel_cells(base: Path, ws: Path, data_dir: Path, servers: Sequence[str], history: list[str],
                  n: int) -> dict[str, Any]:
+    cap = max(200, len(history))  # the default cell_history, or all of a longer history
     with kernels(base, ws, 2) as (checked, plain):
         for source in history:  # before %load_ext: the session is seeded with them
             checked.cell(source, errors=True)
             plain.cell(source, errors=True)
-        t_load, _ = checked.cell(load_cell(data_dir, servers))
+        t_load, _ = checked.cell(load_cell(data_dir, servers, cap))
         warm = warm_up(checked)
         on: list[float] = []
         off: list[float] = []
@@ -233,9 +253,15 @@ def kernel_cells(base: Path, ws: Path, data_dir: Path, servers: Sequence[str], h
                 elapsed, messages = kernel.cell(source)
                 samples.append(elapsed)
                 shown += bool(check) and bool(displays(messages))
+        _, messages = checked.cell(SESSION_SIZES, silent=True)
+        kept, lines = ("".join(m["content"].get("text", "") for m in messages
+                               if m["msg_type"] == "stream").split() or ["0", "0"])[:2]
         return {
             "servers": list(servers),
             "history_cells": len(history),
+            "cell_history": cap,
+            "session_history_cells": int(kept),
+            "document_lines": int(lines),
             "load_ext_ms": t_load,
             **warm,
             "check_on_median_ms": c.median(on),
@@ -246,6 +272,14 @@ def kernel_cells(base: Path, ws: Path, data_dir: Path, servers: Sequence[str], h
             "n": n,
             "displays_in_checked_cells": shown,
         }
+
+
+SESSION_SIZES = (
+    "from ipylsp.ipython.extension import current as __bench_current\n"
+    "__bench_session = __bench_current(get_ipython()).cells.session\n"
+    "print(len(__bench_session.history.cells), len(__bench_session.document.text.splitlines()))"
+)
+"""Run silently in the checked kernel: cells the session keeps, lines of its last document."""
 
 
 def first_cells(base: Path, ws: Path, data_dir: Path, servers: Sequence[str],
@@ -314,21 +348,26 @@ def server_start(iso: c.Isolation, servers: Sequence[str], runs: int) -> dict[st
 
 
 class TimedChecks:
-    """The service, its time inside `check_files` noted (the rest of `run` is the session's)."""
+    """The service, its time inside `check_files` noted (the rest of `run` is the session's),
+    and the size of the cells' document it was asked about."""
 
     def __init__(self, service: Any, clock: c.WireClock) -> None:
         self.service = service
         self.clock = clock
         self.inside_ms = 0.0
         self.wire_ms: float | None = None
+        self.lines = 0
+        self.sent = ""
 
     def check_files(self, files: Any, *, timeout: float | None = None,
-                    progress: Any = None, brief: bool = False) -> Any:
+                    progress: Any = None, cold: float | None = None) -> Any:
         self.clock.reset()
+        self.sent = files[0].content or ""
+        self.lines = len(self.sent.splitlines())
         t0 = time.perf_counter()
         try:
             return self.service.check_files(files, timeout=timeout, progress=progress,
-                                            brief=brief)
+                                            cold=cold)
         finally:
             self.inside_ms = c.ms(time.perf_counter() - t0)
             self.wire_ms = self.clock.wire_ms()
@@ -355,87 +394,193 @@ def shell_namespace(history: list[str], cwd: Path) -> dict[str, Any]:
         os.chdir(saved)
 
 
-def session_cells(iso: c.Isolation, servers: Sequence[str], history: list[str],
-                  namespace: dict[str, Any], n: int) -> dict[str, Any]:
+def session_cells(iso: c.Isolation, servers: Sequence[str], longest: list[str],
+                  namespace: dict[str, Any], n: int, sizes: Sequence[int]) -> dict[str, Any]:
     from ipylsp.ipython.namespace import kernel_view
     from ipylsp.model.settings import Settings
-    from ipylsp.service.cells import CellSession, KernelView, unbound_loads
+    from ipylsp.service.cells import CellSession
 
     ws = iso.workspace({}, f"session-{servers[0]}")
     settings = Settings(language_servers={"python": tuple(servers)}, data_dir=iso.data_dir)
     view = kernel_view(namespace)
-    no_prelude = KernelView(view.kernel, None)
     out: dict[str, Any] = {"servers": list(servers)}
     with c.closing_service(settings) as service, c.wire_clock() as clock:
-        arms = {
-            "history_200": (TimedChecks(service, clock), ws / "full.py", view, True),
-            "history_0": (TimedChecks(service, clock), ws / "empty.py", view, False),
-            "history_200_no_prelude": (TimedChecks(service, clock), ws / "bare.py", no_prelude,
-                                       True),
-        }
-        sessions = {}
-        for name, (checks, path, v, keep) in arms.items():
-            session = CellSession(checks, path=path, cap=200)
-            session.view = lambda v=v: v
-            if keep:
-                session.seed(list(enumerate(history, start=1)))
-            session.run("pass", count=len(history) + 1, timeout=60)  # opens it, starts servers
-            session.run("pass  # warm", count=len(history) + 2, timeout=60)
-            sessions[name] = session
-        total: dict[str, list[float]] = {k: [] for k in arms}
-        inside: dict[str, list[float]] = {k: [] for k in arms}
-        wire: dict[str, list[float | None]] = {k: [] for k in arms}
-        names = list(arms)
+        sessions: dict[int, tuple[CellSession, TimedChecks]] = {}
+        for size in sizes:
+            checks = TimedChecks(service, clock)
+            session = CellSession(checks, path=ws / f"history_{size}.py", cap=max(200, size))
+            session.view = lambda: view
+            session.seed(list(enumerate(longest[:size], start=1)))
+            session.run("pass", count=size + 1, timeout=60)  # opens it, starts servers
+            session.run("pass  # warm", count=size + 2, timeout=60)
+            sessions[size] = (session, checks)
+        samples: dict[int, dict[str, list[Any]]] = {
+            s: {k: [] for k in ("run", "inside", "wire", "lines")} for s in sizes}
         for i in range(n):
-            source = new_cell(i, history)
-            shift = i % len(names)
-            for name in names[shift:] + names[:shift]:
-                session, checks = sessions[name], arms[name][0]
-                if not arms[name][3]:
-                    session.clear()
+            shift = i % len(sizes)
+            for size in sizes[shift:] + sizes[:shift]:
+                session, checks = sessions[size]
                 t0 = time.perf_counter()
-                report = session.run(source, count=len(history) + 3 + i, timeout=60)
-                total[name].append(c.ms(time.perf_counter() - t0))
-                inside[name].append(checks.inside_ms)
-                wire[name].append(checks.wire_ms)
+                report = session.run(new_cell(i, longest[:size]), count=size + 3 + i,
+                                     timeout=60)
+                arm = samples[size]
+                arm["run"].append(c.ms(time.perf_counter() - t0))
+                arm["inside"].append(checks.inside_ms)
+                arm["wire"].append(checks.wire_ms)
+                arm["lines"].append(checks.lines)
                 if any(f.diagnostics for f in report.files):
                     out.setdefault("unexpected", []).append(
-                        [name, source, [d.message for f in report.files for d in f.diagnostics]])
-        for name in names:
-            run_ms = c.median(total[name])
-            in_ms = c.median(inside[name])
-            out[name] = {
-                "run_median_ms": run_ms,
+                        [size, [d.message for f in report.files for d in f.diagnostics]])
+        for size in sizes:
+            arm = samples[size]
+            out[f"history_{size}"] = {
+                "run_median_ms": c.median(arm["run"]),
                 "cells_median_ms": c.median(
-                    [t - s for t, s in zip(total[name], inside[name], strict=True)]),
+                    [t - s for t, s in zip(arm["run"], arm["inside"], strict=True)]),
                 "service_median_ms": c.median([
-                    s - w for s, w in zip(inside[name], wire[name], strict=True) if w is not None
+                    s - w for s, w in zip(arm["inside"], arm["wire"], strict=True)
+                    if w is not None
                 ]),
-                "wire_median_ms": c.median(wire[name]),
-                "check_files_median_ms": in_ms,
+                "wire_median_ms": c.median(arm["wire"]),
+                "check_files_median_ms": c.median(arm["inside"]),
+                "document_lines_median": c.median(arm["lines"]),
+                "document_lines_max": max(arm["lines"]),
             }
-        history_doc = sessions["history_200"].history
-        wanted = frozenset(unbound_loads(history_doc.cells) & view.kernel.names)
-        stubs = view.stubs
-        assert stubs is not None
-        prelude = stubs(wanted)
-        t: list[float] = []
-        for _ in range(50):
-            t0 = time.perf_counter()
-            stubs(wanted)
-            t.append(c.ms(time.perf_counter() - t0))
-        out["prelude"] = {
-            "prelude_lines": prelude.count("\n"),
-            "stub_prelude_median_ms": c.median(t),
-            "with_prelude_run_median_ms": out["history_200"]["run_median_ms"],
-            "without_prelude_run_median_ms": out["history_200_no_prelude"]["run_median_ms"],
-            "added_median_ms": round(out["history_200"]["run_median_ms"]
-                                     - out["history_200_no_prelude"]["run_median_ms"], 3),
-            "document_lines": len(history_doc.document("").text.split("\n")),
-        }
-        out["history_200_vs_0_ratio"] = c.ratio(out["history_200"]["run_median_ms"],
-                                                out["history_0"]["run_median_ms"])
+        for size in sizes:
+            if size >= 2:
+                out[f"rerun_{size}"] = rerun(sessions[size][0], sessions[size][1], longest[:size],
+                                             n)
+        out["history_200_vs_0_ratio"] = c.ratio(out.get("history_200", {}).get("run_median_ms"),
+                                                out.get("history_0", {}).get("run_median_ms"))
         out["n"] = n
+    return out
+
+
+def rerun(session: Any, checks: TimedChecks, history: list[str], n: int) -> dict[str, Any]:
+    """The second cell (`def f_1(a: int, b: int = 1)`) re-run in place (its id given: the
+    seeded cell with its source takes it), alternately with a third parameter and as it was,
+    each time after a new cell: every later cell reading `f_1` comes back, with a second pass
+    for the text before. Also: how many cells and lines that document holds."""
+    define = history[1]
+    changed = define.replace("b: int = 1)", "b: int = 1, c: int = 0)")
+    assert changed != define
+    times: list[float] = []
+    lines: list[int] = []
+    cells: list[int] = []
+    shown = 0
+    count = 10_000
+    session.run(define, count=count, cell_id="bench-define", timeout=60)  # takes the id, in place
+    for i in range(n):
+        count += 2
+        session.run(new_cell(1000 + i, history), count=count, timeout=60)
+        t0 = time.perf_counter()
+        report = session.run(changed if i % 2 == 0 else define, count=count + 1,
+                             cell_id="bench-define", timeout=60)
+        times.append(c.ms(time.perf_counter() - t0))
+        lines.append(checks.lines)
+        cells.append(len(session.document.cells))
+        shown += any(f.diagnostics for f in report.files)
+    return {"rerun_median_ms": c.median(times), "document_lines_median": c.median(lines),
+            "document_cells_median": c.median(cells), "reports_with_problems": shown, "n": n}
+
+
+# -- the servers alone: the whole history against the window ---------------------------------------
+
+
+class Recorder:
+    """A `Checks` that answers nothing and keeps the cells' document each run sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def check_files(self, files: Any, *, timeout: float | None = None,
+                    progress: Any = None, cold: float | None = None) -> Any:
+        from ipylsp.model.diagnostics import Report
+
+        self.sent.append(files[0].content or "")
+        return Report()
+
+
+def documents_sent(longest: list[str], namespace: dict[str, Any], size: int,
+                   n: int) -> tuple[list[str], list[str]]:
+    """For `n` new cells after `size` cells of history: (the whole-history documents, as every
+    check sent them before the window; the window's documents, as `CellSession` sends them)."""
+    from ipylsp.analysis.cells.document import unbound_loads
+    from ipylsp.ipython.namespace import kernel_view
+    from ipylsp.service.cells import CellSession
+
+    view = kernel_view(namespace)
+    stubs = view.stubs
+    assert stubs is not None
+    recorder = Recorder()
+    session = CellSession(recorder, path=Path("unused.py"), cap=max(200, size))
+    session.view = lambda: view
+    session.seed(list(enumerate(longest[:size], start=1)))
+    whole: list[str] = []
+    for i in range(n):
+        session.run(new_cell(i, longest[:size]), count=size + 1 + i)
+        cells = session.history.cells
+        wanted = frozenset(unbound_loads(cells) & view.kernel.names)
+        whole.append(session.history.document(stubs(wanted) if wanted else "").text)
+    return whole, recorder.sent
+
+
+def raw_servers(iso: c.Isolation, servers: Sequence[str], longest: list[str],
+                namespace: dict[str, Any], sizes: Sequence[int], n: int) -> dict[str, Any]:
+    """Each server alone through the raw client, one process per (size, document kind), the
+    same new cells alternated: change -> diagnostics, and the diagnostics' count."""
+    from lsp_client import LoopThread
+
+    from ipylsp.servers import executables, python_env, registry, roots
+
+    out: dict[str, Any] = {}
+    docs = {size: documents_sent(longest, namespace, size, n + 2) for size in sizes}
+    for server in servers:
+        spec = registry.get(server)
+        assert spec is not None
+        command = executables.resolve(spec, iso.data_dir).command
+        assert command is not None, f"{server} is not installed"
+        loop = LoopThread()
+        clients: dict[tuple[int, str], tuple[Any, Path]] = {}
+        try:
+            for size in sizes:
+                for kind in ("whole", "window"):
+                    ws = iso.workspace({}, f"raw-{server}-{size}-{kind}")
+                    path = ws / "cells.py"
+                    root = roots.find_root(path, spec.root_markers, git_worktree=ws)
+                    raw = c.reference_client(
+                        command, root, python_env.for_server(spec, root, ceiling=ws))
+                    loop.run(raw.start(60), 90)
+                    clients[(size, kind)] = (raw, path)
+            times: dict[tuple[int, str], list[float]] = {k: [] for k in clients}
+            counts: dict[tuple[int, str], int] = {}
+            keys = list(clients)
+            for i in range(n + 2):  # the first two open and warm each document
+                shift = i % len(keys)
+                for size, kind in keys[shift:] + keys[:shift]:
+                    raw, path = clients[(size, kind)]
+                    text = docs[size][0 if kind == "whole" else 1][i]
+                    seconds, _, diagnostics = loop.run(
+                        raw.edit(path, text, lambda d: True, 120), 180)
+                    if i >= 2:
+                        times[(size, kind)].append(c.ms(seconds))
+                    counts[(size, kind)] = len(diagnostics)
+            out[server] = {
+                str(size): {
+                    "whole_median_ms": c.median(times[(size, "whole")]),
+                    "window_median_ms": c.median(times[(size, "window")]),
+                    "whole_lines": len(docs[size][0][-1].splitlines()),
+                    "window_lines": len(docs[size][1][-1].splitlines()),
+                    "whole_diagnostics": counts[(size, "whole")],
+                    "window_diagnostics": counts[(size, "window")],
+                }
+                for size in sizes
+            }
+        finally:
+            for raw, _ in clients.values():
+                with contextlib.suppress(Exception):
+                    loop.run(raw.stop(), 30)
+            loop.close()
     return out
 
 
@@ -445,7 +590,11 @@ def session_cells(iso: c.Isolation, servers: Sequence[str], history: list[str],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--history", type=int, default=200)
+    parser.add_argument("--histories", default="0,50,200,1000",
+                        help="cells of history the check's cost is measured at")
     parser.add_argument("--n", type=int, default=30)
+    parser.add_argument("--raw-n", type=int, default=10,
+                        help="new cells per document in the servers-alone part")
     parser.add_argument("--first-runs", type=int, default=5)
     parser.add_argument("--servers", default="ty,basedpyright")
     args = parser.parse_args()
@@ -454,6 +603,8 @@ def main() -> None:
 
     compileall.compile_dir(str(c.REPO / "ipylsp"), quiet=1)
     history = history_cells(args.history)
+    sizes = [int(h) for h in args.histories.split(",") if h.strip()]
+    longest = history_cells(max(sizes))
     chosen = [s.strip() for s in args.servers.split(",") if s.strip()]
     iso = c.Isolation()
     result: dict[str, Any] = {"benchmark": "bench_cells", "machine": c.machine(),
@@ -461,17 +612,21 @@ def main() -> None:
     try:
         ws = iso.workspace({"README.md": "bench\n"}, "kernels")
         c.log("in-process namespace of the history")
-        namespace = shell_namespace(history, iso.workspace({}, "shell"))
+        namespace = shell_namespace(longest, iso.workspace({}, "shell"))
         for name in chosen:
             servers = SERVER_SETS[name]
             c.log(f"{name}: server start reference")
             result.setdefault("server_start", {})[name] = server_start(iso, servers, 3)
-            c.log(f"{name}: CellSession.run, 200 vs 0 history, prelude on/off")
+            c.log(f"{name}: CellSession.run at {sizes} cells of history")
             result.setdefault("session", {})[name] = session_cells(
-                iso, servers, history, namespace, args.n)
-            c.log(f"{name}: kernels, {len(history)} cells of history, check on/off")
-            result.setdefault("kernel", {})[name] = kernel_cells(
-                iso.base, ws, iso.data_dir, servers, history, args.n)
+                iso, servers, longest, namespace, args.n, sizes)
+            for size in sizes:
+                c.log(f"{name}: kernels, {size} cells of history, check on/off")
+                result.setdefault("kernel", {}).setdefault(name, {})[str(size)] = kernel_cells(
+                    iso.base, ws, iso.data_dir, servers, longest[:size], args.n)
+            c.log(f"{name}: the servers alone, whole history against the window")
+            result.setdefault("raw", {})[name] = raw_servers(
+                iso, servers, longest, namespace, sizes, args.raw_n)
             c.log(f"{name}: first cell after %load_ext, {args.first_runs} fresh kernels")
             first = first_cells(iso.base, ws, iso.data_dir, servers, args.first_runs)
             start = result["server_start"][name]["server_start_median_ms"]
