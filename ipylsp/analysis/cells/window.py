@@ -39,8 +39,10 @@ from dataclasses import dataclass, replace
 
 from ipylsp.analysis.cells.document import IDENTIFIED, Cell, CellDocument, CellHistory
 
-WINDOW_LINES = 60
-"""Lines of cells the document may grow to by appending new cells (then it is cut)."""
+WINDOW_LINES = 30
+"""Lines of cells the document may grow to by appending new cells (then it is cut). Measured
+on 200 cells of history (bench_cells' session, alternated): basedpyright + ruff took 26.6 ms a
+cell with no growth, 28.8 with 30 lines, 43.2 with 60; ty + ruff 2.4, 2.8 and 3.5."""
 
 TRANSITIVE = 40
 """At most this many cells brought back only because they read what an affected cell binds
