@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/bench_cells.py [--histories 0,50,200,1000] [--n 30]
         [--raw-n 10] [--first-runs 5]
-        [--servers ty,basedpyright]
+        [--servers ty,basedpyright] [--parts check,ran] [--ran-rounds 5] [--ran-repeats 9]
 
 The issue's question: what a cell's check adds on warm ty + ruff and on basedpyright + ruff,
 at 0, 50, 200 and (with `cell_history = 1000`) 1,000 executed cells of history (medians); the
@@ -37,6 +37,20 @@ its reference, medians of wall times:
 - ``raw``: the servers alone (`lsp_client.py`, the raw client, one process per server and
   document): a new cell in the whole-history document (what every check sent before the window)
   against the same cell in the window's document.
+- ``what_ran`` (`--parts ran`): the cost of knowing what ran, in-process (an InteractiveShell,
+  no kernel, no server): every history cell run alternately with `ipython/monitor.py`'s
+  `CellMonitor` between its hooks and without (``added_per_cell_median_ms``; `begin` and
+  `end` alone), the same for a 1,255-line cell (``big_cell``), and the judgement
+  (`Evidence.apply`) of one demotable ERROR on every line of a cell. ``monitoring``: whether
+  this interpreter records instructions (3.12+) or only finished statements.
+  ``settrace_instead``: the road not taken, `sys.settrace` with a function that traces no
+  frame, around the same compute in this process (before 3.12 it costs every frame).
+- ``compute`` (`--parts ran`): a top-level loop and a function the cell defines and calls,
+  in a checked kernel (ipylsp loaded, the cell check on, servers warm) and in one without
+  ipylsp, timed from outside (execute_request to reply), alternated; each cell at its big `n`
+  and at n = 1, compute = big - small in each kernel (the check after the cell cancels);
+  ``ratio_checked_plain``; the cell also times its loop itself (``inside_*``). Run it with
+  `.venv-3.13/bin/python` for the 3.12+ path.
 
 Nothing here is a test: no asserts on times.
 """
@@ -584,6 +598,244 @@ def raw_servers(iso: c.Isolation, servers: Sequence[str], longest: list[str],
     return out
 
 
+# -- what ran: the cost of knowing it ------------------------------------------------------------
+
+_CLOCK = "import time as clock\n\nstarted = clock.perf_counter()\n"
+_SAY = "\nprint(round((clock.perf_counter() - started) * 1000, 3))"
+LOOP_CELL = _CLOCK + "total = 0\nfor i in range({n}):\n    total += i * i % 7" + _SAY
+FUNCTION_CELL = (
+    "def step(x: int) -> int:\n    return (x * 31 + 7) % 1009\n\n\n" + _CLOCK
+    + "acc = 0\nfor i in range({n}):\n    acc = step(acc + i)" + _SAY
+)
+def big_cell(blocks: int = 250) -> str:
+    """A long cell (5 lines a block: a comprehension, a branch each way), then a function it
+    defines and calls 50 times through a generator: many code objects and instructions."""
+    parts = [
+        f"v_{i} = [k * {i} for k in range(5)]\nif v_{i}[1] > 3:\n"
+        f"    w_{i} = {{'a': v_{i}[0], 'b': str(v_{i})}}\nelse:\n    w_{i} = None"
+        for i in range(blocks)
+    ]
+    parts.append("def f(x):\n    return sum(v for v in range(x) if v % 3) + len(str(x))\n\n\n"
+                 "tot = sum(f(j) for j in range(50))")
+    return "\n".join(parts)
+
+
+COMPUTE = {"top_level_loop": (LOOP_CELL, 3_000_000), "function_called": (FUNCTION_CELL, 1_500_000)}
+"""Cells whose compute the monitor sees (the cell's own code objects), and their big `n`."""
+
+
+def knowing_what_ran(history: list[str], cwd: Path, rounds: int) -> dict[str, Any]:
+    """In-process (an InteractiveShell, no kernel, no server): each history cell run alternately
+    with the monitor between its hooks and without; the added time of the whole cell (begin,
+    the run with its instruction events, end: the `Ran` the check gets) and of `begin` and
+    `end` alone; then the judgement (`Evidence.apply`) of one demotable ERROR per cell line
+    (the first one apart: it compiles the patterns)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    from ipylsp.analysis.cells.document import make_cell
+    from ipylsp.analysis.cells.ran import Evidence
+    from ipylsp.ipython.monitor import MONITORING, CellMonitor
+    from ipylsp.model.diagnostics import Diagnostic, FileReport, Range, Report, Severity
+
+    saved = os.getcwd()
+    os.chdir(cwd)
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    shell = InteractiveShell.instance(config=config)
+    monitor = CellMonitor(shell)
+    on = {"armed": False}
+    spans: dict[str, list[float]] = {"begin": [], "end": []}
+    got: list[Any] = []
+
+    def pre(info: object) -> None:
+        if on["armed"]:
+            t0 = time.perf_counter()
+            monitor.begin()
+            spans["begin"].append(c.ms(time.perf_counter() - t0))
+
+    def post(result: object) -> None:
+        if on["armed"]:
+            t0 = time.perf_counter()
+            got.append((result, monitor.end(result)))
+            spans["end"].append(c.ms(time.perf_counter() - t0))
+
+    shell.events.register("pre_run_cell", pre)
+    shell.events.register("post_run_cell", post)
+    with_monitor: list[float] = []
+    without: list[float] = []
+    big = big_cell()
+    big_times: dict[bool, list[float]] = {True: [], False: []}
+    big_end: list[float] = []
+    ends: list[float] = []
+    try:
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
+                contextlib.redirect_stderr(sink):
+            for source in history:  # a namespace in which every cell runs
+                shell.run_cell(source, store_history=True)
+            for r in range(rounds):
+                for i, source in enumerate(history):
+                    for armed in ((True, False) if (i + r) % 2 else (False, True)):
+                        on["armed"] = armed
+                        t0 = time.perf_counter()
+                        shell.run_cell(source, store_history=True)
+                        (with_monitor if armed else without).append(
+                            c.ms(time.perf_counter() - t0))
+            ends = list(spans["end"])
+            for r in range(2 * rounds):
+                for armed in ((True, False) if r % 2 else (False, True)):
+                    on["armed"] = armed
+                    t0 = time.perf_counter()
+                    shell.run_cell(big, store_history=True)
+                    big_times[armed].append(c.ms(time.perf_counter() - t0))
+                    if armed:
+                        big_end.append(spans["end"][-1])
+        judged: list[float] = []
+        demoted = 0
+        for result, ran in got[: len(history)]:
+            source = result.info.raw_cell
+            if ran is None:
+                continue
+            cell = make_cell("id:bench", result.execution_count, source)
+            lines = source.split("\n")
+            errors = tuple(
+                Diagnostic(Range.of(n, 0, n, len(text)), Severity.ERROR, "bench",
+                           code="missing-attribute", server_id="ty")
+                for n, text in enumerate(lines) if text.strip()
+            )
+            report = Report(files=(FileReport(cwd / "cells.py", "cell", errors, cell=cell.count),))
+            t0 = time.perf_counter()
+            out = Evidence().after((), cell, ran).apply(report, [cell])
+            judged.append(c.ms(time.perf_counter() - t0))
+            demoted += sum(d.ran_without_error for d in out.files[0].diagnostics)
+    finally:
+        shell.events.unregister("pre_run_cell", pre)
+        shell.events.unregister("post_run_cell", post)
+        monitor.close()
+        InteractiveShell.clear_instance()
+        os.chdir(saved)
+    return {
+        "monitoring": MONITORING,
+        "cells": len(history),
+        "rounds": rounds,
+        "cell_with_monitor_median_ms": c.median(with_monitor),
+        "cell_without_median_ms": c.median(without),
+        "added_per_cell_median_ms": c.difference(c.median(with_monitor), c.median(without)),
+        "begin_median_ms": c.median(spans["begin"]),
+        "end_median_ms": c.median(ends),
+        "end_max_ms": max(ends, default=None),
+        "judge_first_cell_ms": judged[0] if judged else None,
+        "judge_cell_median_ms": c.median(judged[1:]),
+        "judge_cell_max_ms": max(judged[1:], default=None),
+        "judged_lines_demoted": demoted,
+        "big_cell": {
+            "lines": big.count("\n") + 1,
+            "with_monitor_median_ms": c.median(big_times[True]),
+            "without_median_ms": c.median(big_times[False]),
+            "added_median_ms": c.difference(c.median(big_times[True]),
+                                            c.median(big_times[False])),
+            "end_median_ms": c.median(big_end),
+            "runs": 2 * rounds,
+        },
+    }
+
+
+def _loop(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i % 7
+    return total
+
+
+def _step(x: int) -> int:
+    return (x * 31 + 7) % 1009
+
+
+def _calls(n: int) -> int:
+    acc = 0
+    for i in range(n):
+        acc = _step(acc + i)
+    return acc
+
+
+def tracing_instead(rounds: int) -> dict[str, Any]:
+    """What the road not taken costs: `sys.settrace` with a global function that returns None
+    for every frame (no line is traced), around the same compute in this process, alternated
+    with none: the ratio is what every cell's compute would pay for knowing what ran by
+    tracing (before 3.12 the interpreter leaves its specialized instructions while a trace
+    function is set)."""
+    def ignore(frame: Any, event: str, arg: Any) -> None:
+        return None
+
+    out: dict[str, Any] = {"python": f"{sys.version_info[0]}.{sys.version_info[1]}"}
+    for name, work, n in (("top_level_loop", _loop, 1_000_000), ("function_called", _calls,
+                                                                   500_000)):
+        samples: dict[bool, list[float]] = {True: [], False: []}
+        for r in range(rounds):
+            for traced in ((True, False) if r % 2 else (False, True)):
+                if traced:
+                    sys.settrace(ignore)
+                t0 = time.perf_counter()
+                try:
+                    work(n)
+                finally:
+                    sys.settrace(None)
+                samples[traced].append(c.ms(time.perf_counter() - t0))
+        out[name] = {"settrace_median_ms": c.median(samples[True]),
+                     "none_median_ms": c.median(samples[False]),
+                     "ratio": c.ratio(c.median(samples[True]), c.median(samples[False]))}
+    return out
+
+
+def compute_in_kernels(base: Path, ws: Path, data_dir: Path, servers: Sequence[str],
+                       repeats: int) -> dict[str, Any]:
+    """A checked kernel (ipylsp, check_cells on, servers warm) against one without ipylsp,
+    timed from outside (execute_request to reply, alternated): each compute cell at its big
+    `n` and at n = 1, so the compute is big - small in each kernel (the check after the cell,
+    the same in both, cancels); the cell also says what its loop took, timed inside."""
+    out: dict[str, Any] = {"servers": list(servers), "repeats": repeats}
+    with kernels(base, ws, 2) as (checked, plain):
+        checked.cell(load_cell(data_dir, servers))
+        out.update(warm_up(checked))
+        version = checked.cell("import sys; print(sys.version_info[:2])")[1]
+        out["python"] = "".join(m["content"].get("text", "") for m in version
+                                if m["msg_type"] == "stream").strip()
+        for name, (template, n) in COMPUTE.items():
+            samples: dict[tuple[str, str], list[float]] = {}
+            inside: dict[str, list[float]] = {"checked": [], "plain": []}
+            shown = 0
+            for r in range(repeats):
+                arms = [(k, label, size) for k, label in ((checked, "checked"), (plain, "plain"))
+                        for size in ("big", "small")]
+                for kernel, label, size in arms[r % 4:] + arms[: r % 4]:
+                    elapsed, messages = kernel.cell(template.format(n=n if size == "big" else 1))
+                    samples.setdefault((label, size), []).append(elapsed)
+                    shown += label == "checked" and bool(displays(messages))
+                    if size == "big":
+                        inside[label].append(float("".join(
+                            m["content"].get("text", "") for m in messages
+                            if m["msg_type"] == "stream")))
+            compute = {label: c.difference(c.median(samples[(label, "big")]),
+                                           c.median(samples[(label, "small")]))
+                       for label in ("checked", "plain")}
+            out[name] = {
+                "n": n,
+                "checked_big_median_ms": c.median(samples[("checked", "big")]),
+                "checked_small_median_ms": c.median(samples[("checked", "small")]),
+                "plain_big_median_ms": c.median(samples[("plain", "big")]),
+                "plain_small_median_ms": c.median(samples[("plain", "small")]),
+                "compute_checked_ms": compute["checked"],
+                "compute_plain_ms": compute["plain"],
+                "ratio_checked_plain": c.ratio(compute["checked"], compute["plain"]),
+                "inside_checked_median_ms": c.median(inside["checked"]),
+                "inside_plain_median_ms": c.median(inside["plain"]),
+                "inside_ratio_checked_plain": c.ratio(c.median(inside["checked"]),
+                                                      c.median(inside["plain"])),
+                "displays_in_checked_cells": shown,
+            }
+    return out
+
+
 # -- main -----------------------------------------------------------------------------------------
 
 
@@ -597,7 +849,13 @@ def main() -> None:
                         help="new cells per document in the servers-alone part")
     parser.add_argument("--first-runs", type=int, default=5)
     parser.add_argument("--servers", default="ty,basedpyright")
+    parser.add_argument("--parts", default="check,ran",
+                        help="check: the check's cost (session, kernel, first cell); ran: "
+                             "knowing what ran (in-process) and compute in kernels")
+    parser.add_argument("--ran-rounds", type=int, default=5)
+    parser.add_argument("--ran-repeats", type=int, default=9)
     args = parser.parse_args()
+    parts = {p.strip() for p in args.parts.split(",")}
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as a wheel install: ipylsp compiled once
     import compileall
 
@@ -611,8 +869,19 @@ def main() -> None:
                               "history_cells": len(history)}
     try:
         ws = iso.workspace({"README.md": "bench\n"}, "kernels")
-        c.log("in-process namespace of the history")
-        namespace = shell_namespace(longest, iso.workspace({}, "shell"))
+        if "ran" in parts:
+            c.log("what ran: knowing it, in-process, every history cell")
+            result["what_ran"] = knowing_what_ran(history, iso.workspace({}, "ran"),
+                                                  args.ran_rounds)
+            result["what_ran"]["settrace_instead"] = tracing_instead(2 * args.ran_rounds + 1)
+            c.log("what ran: compute in a checked kernel and in one without ipylsp")
+            result["compute"] = compute_in_kernels(iso.base, ws, iso.data_dir,
+                                                   SERVER_SETS[chosen[0]], args.ran_repeats)
+        if "check" not in parts:
+            chosen = []
+        else:
+            c.log("in-process namespace of the history")
+            namespace = shell_namespace(longest, iso.workspace({}, "shell"))
         for name in chosen:
             servers = SERVER_SETS[name]
             c.log(f"{name}: server start reference")
