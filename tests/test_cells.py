@@ -71,6 +71,8 @@ def _neutral(source: str) -> NeutralCell:
         ("%%capture --no-display out\nf()", "out = __ipylsp_any__()\nf()"),
         ("from __future__ import annotations\nx: C", "pass\nx: C"),
         ("from __future__ import annotations; x = 1", "pass; x = 1"),
+        ("import os\nfrom __future__ import division", "import os\npass"),  # IPython runs it
+        ("def f():\n    from __future__ import division",) * 2,  # a SyntaxError: kept
         ("  a = 1\n  %time b = a", "a = 1\nb = a"),
         ("# C:\\\n%matplotlib inline", "# C:\\\npass"),
         ("a = 1\r\nb = 2", "a = 1\nb = 2"),

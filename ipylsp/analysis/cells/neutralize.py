@@ -17,7 +17,7 @@ the cell's own lines and columns (`column_offsets`):
 - a cell magic: `%%time`, `%%timeit`, `%%prun`, `%%capture`, `%%debug` keep their body, read
   as the kernel reads it (`read`), and `%%capture out` binds `out`; any other cell magic
   (`%%bash`, `%%html`, `%%writefile`, ...) is foreign text and becomes blank lines;
-- `from __future__` first in a cell is `pass` (first in the cell, not in the document).
+- `from __future__` at a cell's top level is `pass` (IPython compiles it on its own).
 
 A text the kernel compiles therefore parses here, and a text it rejects is rejected at the
 same place. Pure: the reader is the adapter's (IPython may not be imported below it);
@@ -227,22 +227,18 @@ def _cell_magic(lines: tuple[ReadLine, ...], first: int, call: _Call, read: Read
 
 
 def _future_first(texts: list[str]) -> None:
-    """`from __future__ import ...` first in the cell is `pass`: first in the cell, the
-    kernel compiles it; in the document it is not first."""
+    """`from __future__ import ...` at the cell's top level is `pass`: IPython compiles each
+    top-level statement of a cell on its own, so the kernel runs it anywhere there (in a
+    function it is a SyntaxError, and stays); in the document it is not first."""
     if not any("__future__" in text for text in texts):
         return
     try:
         tree = ast.parse("\n".join(texts))
     except (SyntaxError, ValueError):
         return
-    for index, statement in enumerate(tree.body):
-        docstring = (index == 0 and isinstance(statement, ast.Expr)
-                     and isinstance(statement.value, ast.Constant)
-                     and isinstance(statement.value.value, str))
-        if docstring:
-            continue
+    for statement in tree.body:
         if not (isinstance(statement, ast.ImportFrom) and statement.module == "__future__"):
-            return
+            continue
         first, last = statement.lineno - 1, (statement.end_lineno or statement.lineno) - 1
         line = texts[first]
         start = _column(line, statement.col_offset)
