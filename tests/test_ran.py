@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.analysis.cells.document import make_cell
+from ipylsp.analysis.cells.attribution import Kernel
+from ipylsp.analysis.cells.document import CellHistory, make_cell
+from ipylsp.analysis.cells.marks import CellMarks
 from ipylsp.analysis.cells.ran import DEMOTABLE, Evidence, Ran, disproved, readme_table
 from ipylsp.analysis.report import FormatOptions, format_text, to_json
 from ipylsp.ipython.monitor import MONITORING, CellMonitor
@@ -203,6 +205,22 @@ def test_a_demoted_diagnostic_is_a_marked_warning_shown_with_warnings(run: Calla
     assert data["summary"]["ran_without_error"] == 1
     flagged = to_json(report, warnings)["files"][0]["diagnostics"]
     assert [d.get("ran_without_error") for d in flagged] == [None, True]
+
+
+def test_the_editors_marks_say_what_the_report_says(run: Callable) -> None:
+    source = "first = frame.iloc[0]"
+    cell = make_cell("id:m", 9, source)
+    document = CellHistory().with_cell(cell).document()
+    line = document.starts[0]
+    union = Diagnostic(Range.of(line, 8, line, 18), Severity.ERROR, "`None` in union",
+                       code="missing-union-attribute", server_id="ty")
+    marks = CellMarks()
+    marks.update(document, [union], Kernel(), cell,
+                 evidence=Evidence().after((), cell, run(source)))
+    (mark,) = marks.since(0)
+    assert [(d.severity, d.ran_without_error) for d in mark.diagnostics] == [
+        (Severity.WARNING, True)
+    ]
 
 
 def test_a_run_speaks_for_its_cell_until_a_cell_before_it_changes() -> None:

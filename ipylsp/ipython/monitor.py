@@ -29,7 +29,7 @@ import sys
 from types import CodeType
 from typing import Any
 
-from ipylsp.analysis.cells.ran import Ran, Span
+from ipylsp.analysis.cells.ran import Position, Ran
 from ipylsp.ipython import audit
 
 log = logging.getLogger(__name__)
@@ -51,9 +51,11 @@ class CellMonitor:
         self._tool: int | None = None
         self._floor = -1
         """The highest execution count the compiler had named before this cell."""
-        self._codes: set[CodeType] = set()
-        self._hits: list[tuple[CodeType, int]] = []
-        self._raised: list[tuple[CodeType, int]] = []
+        self._codes: dict[int, CodeType] = {}
+        """The cell's code objects by id (a code object's hash reads its whole contents)."""
+        self._hits: dict[int, list[int]] = {}
+        """Offsets of the instructions that executed, per code object (by id)."""
+        self._raised: dict[int, list[int]] = {}
         self._watching = False
         self._began = False
         self._recorded = False
@@ -63,7 +65,7 @@ class CellMonitor:
 
     def begin(self) -> None:
         try:
-            self._codes, self._hits, self._raised = set(), [], []
+            self._codes, self._hits, self._raised = {}, {}, {}
             self._began, self._recorded = True, False
             names = self._names()
             self._floor = max(names.values(), default=-1) if names is not None else -1
@@ -89,21 +91,22 @@ class CellMonitor:
             log.exception("ipylsp: could not watch a code object of the cell")
 
     def _watch(self, code: CodeType) -> None:
-        if code in self._codes:
+        if id(code) in self._codes:
             return
-        self._codes.add(code)
+        self._codes[id(code)] = code
+        self._hits[id(code)] = []
         _monitoring.set_local_events(self._tool_id, code, _monitoring.events.INSTRUCTION)
         for const in code.co_consts:
             if type(const) is CodeType:
                 self._watch(const)
 
     def _on_instruction(self, code: CodeType, offset: int) -> object:
-        self._hits.append((code, offset))
+        self._hits[id(code)].append(offset)
         return _monitoring.DISABLE
 
     def _on_raise(self, code: CodeType, offset: int, exception: BaseException) -> None:
-        if code in self._codes:
-            self._raised.append((code, offset))
+        if id(code) in self._codes:
+            self._raised.setdefault(id(code), []).append(offset)
 
     # -- after it ----------------------------------------------------------------------------
 
@@ -120,7 +123,7 @@ class CellMonitor:
             log.exception("ipylsp: could not read what the cell ran")
             return None
         finally:
-            self._codes, self._hits, self._raised = set(), [], []
+            self._codes, self._hits, self._raised = {}, {}, {}
 
     def _stop(self) -> None:
         if not self._watching:
@@ -129,7 +132,7 @@ class CellMonitor:
         audit.remove_listener(self._on_audit)
         tool = self._tool_id
         _monitoring.set_events(tool, 0)
-        for code in self._codes:
+        for code in self._codes.values():
             _monitoring.set_local_events(tool, code, 0)
 
     def _ran(self, result: Any) -> Ran | None:
@@ -150,11 +153,9 @@ class CellMonitor:
         failed = _failed_line(getattr(result, "error_in_exec", None), filename)
         if not self._recorded:
             return Ran(cell, source, None, failed=failed)
-        mine = {c for c in self._codes if c.co_filename == filename}
-        positions: dict[CodeType, list[tuple[int | None, ...]]] = {}
-        executed = _spans(((c, o) for c, o in self._hits if c in mine), positions, 0)
-        raised = _spans(((c, o) for c, o in self._raised if c in mine), positions, 1)
-        return Ran(cell, source, tuple(executed), tuple(raised), failed)
+        mine = {i: c for i, c in self._codes.items() if c.co_filename == filename}
+        return Ran(cell, source, _positions(self._hits, mine, 0),
+                   _positions(self._raised, mine, 1), failed)
 
     # -- the tool id --------------------------------------------------------------------------
 
@@ -204,20 +205,20 @@ def _failed_line(error: object, filename: str) -> int | None:
     return None
 
 
-def _spans(
-    hits: Any, positions: dict[CodeType, list[tuple[int | None, ...]]], following: int
-) -> set[Span]:
-    """Where the instructions at these offsets are (and the `following` next code units':
-    a frame an exception passes through reports the instruction before the call)."""
-    out: set[Span] = set()
-    for code, offset in hits:
-        table = positions.get(code)
-        if table is None:
-            table = positions[code] = list(code.co_positions())  # 3.11+: ours are 3.12+
-        for unit in range(offset // 2, min(offset // 2 + following + 1, len(table))):
-            line, end_line, column, end_column = table[unit]
-            if line is not None and end_line is not None and column is not None and (
-                end_column is not None
-            ):
-                out.add((line - 1, column, end_line - 1, end_column))
-    return out
+def _positions(
+    offsets: dict[int, list[int]], codes: dict[int, CodeType], following: int
+) -> tuple[Position, ...]:
+    """Where the instructions at these offsets of `codes` are (with the `following` next code
+    units': a frame an exception passes through reports the code unit before the call), as
+    `co_positions` says (one entry per 2-byte code unit)."""
+    out: set[Position] = set()
+    for key, found in offsets.items():
+        code = codes.get(key)
+        if code is None or not found:
+            continue
+        table: list[Position] = list(code.co_positions())  # type: ignore[attr-defined]
+        units = [offset >> 1 for offset in found]
+        out.update(map(table.__getitem__, units))
+        for k in range(1, following + 1):
+            out.update(table[min(unit + k, len(table) - 1)] for unit in units)
+    return tuple(out)

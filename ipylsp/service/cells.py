@@ -149,9 +149,9 @@ class CellSession:
         with self._lock:
             cell = make_cell(_key(cell_id, source), count, source, self.read)
             after = self.history.with_cell(cell)
+            self.evidence = self.evidence.after(self.history.cells, cell, evaluated)
             report = self._check(after, cell, timeout, progress, ran=True, files=files,
                                  cold=cold)
-            self.evidence = self.evidence.after(self.history.cells, cell, evaluated)
             report = self.evidence.apply(report, after.cells)
             self.history = after.kept()
             return report
@@ -208,7 +208,8 @@ class CellSession:
         doc = next((f for f in checked.files if f.path == path and f.cell is None), None)
         if doc is not None:
             timed_out = any(u.reason is UnknownReason.TIMED_OUT for u in doc.unknown)
-            self.marks.update(document, doc.current, kernel, newest, complete=not timed_out)
+            self.marks.update(document, doc.current, kernel, newest, complete=not timed_out,
+                              evidence=self.evidence)
 
     def _check(
         self,

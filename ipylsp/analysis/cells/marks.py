@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ipylsp.analysis.cells.attribution import Kernel, by_cell
 from ipylsp.analysis.cells.document import Cell, CellDocument
+from ipylsp.analysis.cells.ran import Evidence
 from ipylsp.analysis.report.merge import merge
 from ipylsp.analysis.report.schema import rows_json
 from ipylsp.analysis.report.selection import FormatOptions
@@ -56,6 +57,7 @@ class CellMarks:
         newest: Cell,
         *,
         complete: bool = True,
+        evidence: Evidence | None = None,
     ) -> None:
         """After a check of `document`: `current` is everything the servers said about it.
         Not `complete` (a server did not answer in time): only `newest` is updated, the other
@@ -65,6 +67,8 @@ class CellMarks:
         cells = document.cells if complete else [c for c in document.cells if c.key == newest.key]
         for cell in cells:
             diagnostics = tuple(found.get(cell.key, (cell, []))[1])
+            if evidence is not None:  # what the cell's run disproved: warnings, as reported
+                diagnostics = evidence.judged(cell, diagnostics)
             old = self._cells.get(cell.key)
             if (old is None or old.diagnostics != diagnostics or old.cell.source != cell.source
                     or old.cell.count != cell.count):

@@ -131,6 +131,9 @@ def readme_table() -> str:
 
 Span = tuple[int, int, int, int]
 """(line, column, end line, end column): 0-based lines, UTF-8 byte columns (CPython's)."""
+Position = tuple[int | None, int | None, int | None, int | None]
+"""An instruction's place as `code.co_positions()` yields it: 1-based line, end line, column,
+end column (UTF-8 bytes); parts are None where the compiler gave none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,19 +143,43 @@ class Ran:
     cell: str
     """The cell as written (what the check reads)."""
     source: str
-    """The text the kernel compiled (IPython's transformed cell): the spans' coordinates."""
-    executed: tuple[Span, ...] | None
+    """The text the kernel compiled (IPython's transformed cell): the positions' coordinates."""
+    executed: tuple[Position, ...] | None
     """Where instructions that executed are; None when nothing was recorded (statements)."""
-    raised: tuple[Span, ...] = ()
+    raised: tuple[Position, ...] = ()
     """Where an exception was raised in, or passed through, the cell's own code."""
     failed: int | None = None
-    """The line an exception left the cell from (its top-level statement did not finish)."""
+    """The 0-based line an exception left the cell from (its top-level statement did not
+    finish)."""
+
+
+def disproved(d: Diagnostic, ran: Ran) -> bool:
+    """Whether `d` (in the cell's own lines and columns) is a demotable claim `ran` evaluated
+    without raising."""
+    return _Reading(ran).disproved(d)
+
+
+class _Reading:
+    """One run read once for the diagnostics of its cell: the compiled text's tree, and the
+    positions as spans."""
+
+    def __init__(self, ran: Ran) -> None:
+        self.ran = ran
+        self.lines = ran.source.split("\n")
+        self.tree = _tree(ran.source)
+        self.executed = None if ran.executed is None else _spans(ran.executed)
+        self.raised = _spans(ran.raised)
+
+    def disproved(self, d: Diagnostic) -> bool:
+        if not demotable(d):
+            return False
+        moved = _in_source(d.range, self.ran.cell, self.ran.source)
+        return moved is not None and self.evaluated(*moved)
 
     def evaluated(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
         """Whether the run evaluated, without raising there, the code at `start`-`end`
-        (0-based lines and code-point columns of `source`)."""
-        lines = self.source.split("\n")
-        path = _target(_tree(self.source), _bytes(lines, start), _bytes(lines, end))
+        (0-based lines and code-point columns of the compiled text)."""
+        path = _target(self.tree, _bytes(self.lines, start), _bytes(self.lines, end))
         if not path:
             return False
         span = _span(path[-1][0])
@@ -162,21 +189,17 @@ class Ran:
         return self._finished(path[0][0]) and _unconditional(path)
 
     def _finished(self, statement: ast.AST) -> bool:
-        if self.failed is None:
+        failed = self.ran.failed
+        if failed is None:
             return True
-        tree = _tree(self.source)
-        failing = next((s for s in tree.body if s.lineno - 1 <= self.failed
-                        <= (s.end_lineno or s.lineno) - 1), None)
+        failing = next((s for s in self.tree.body
+                        if s.lineno - 1 <= failed <= (s.end_lineno or s.lineno) - 1), None)
         return failing is not None and _span(statement) < _span(failing)
 
 
-def disproved(d: Diagnostic, ran: Ran) -> bool:
-    """Whether `d` (in the cell's own lines and columns) is a demotable claim `ran` evaluated
-    without raising."""
-    if not demotable(d):
-        return False
-    moved = _in_source(d.range, ran.cell, ran.source)
-    return moved is not None and ran.evaluated(*moved)
+def _spans(positions: Iterable[Position]) -> list[Span]:
+    return [(p[0] - 1, p[2], p[1] - 1, p[3]) for p in positions
+            if p[0] is not None and p[1] is not None and p[2] is not None and p[3] is not None]
 
 
 def demoted(d: Diagnostic) -> Diagnostic:
@@ -211,20 +234,23 @@ class Evidence:
         problems; `fixed` ones are of the text before, which this run did not evaluate)."""
         if not self.runs:
             return report
-        by_count = {c.count: self.runs[c.key] for c in cells
-                    if c.count is not None and c.key in self.runs}
+        by_count = {c.count: c for c in cells if c.count is not None and c.key in self.runs}
         files = []
         for f in report.files:
-            ran = by_count.get(f.cell) if f.cell else None
-            if ran is not None:
-                f = replace(f, diagnostics=_judged(f.diagnostics, ran),
-                            current=_judged(f.current, ran))
+            cell = by_count.get(f.cell) if f.cell else None
+            if cell is not None:
+                f = replace(f, diagnostics=self.judged(cell, f.diagnostics),
+                            current=self.judged(cell, f.current))
             files.append(f)
         return replace(report, files=tuple(files))
 
-
-def _judged(diagnostics: Sequence[Diagnostic], ran: Ran) -> tuple[Diagnostic, ...]:
-    return tuple(demoted(d) if disproved(d, ran) else d for d in diagnostics)
+    def judged(self, cell: Cell, diagnostics: Sequence[Diagnostic]) -> tuple[Diagnostic, ...]:
+        """`cell`'s diagnostics (its own lines), with what its run disproved demoted."""
+        ran = self.runs.get(cell.key)
+        if ran is None or ran.cell != cell.source or not any(demotable(d) for d in diagnostics):
+            return tuple(diagnostics)
+        reading = _Reading(ran)
+        return tuple(demoted(d) if reading.disproved(d) else d for d in diagnostics)
 
 
 # -- the cell's lines in the compiled text -----------------------------------------------------
