@@ -207,6 +207,21 @@ def test_a_demoted_diagnostic_is_a_marked_warning_shown_with_warnings(run: Calla
     assert [d.get("ran_without_error") for d in flagged] == [None, True]
 
 
+def test_what_was_shown_as_a_warning_is_never_fixed_as_an_error(run: Callable) -> None:
+    old_source, new_source = "first = frame.iloc[0]", "first = 1"
+    old, new = make_cell("id:f", 3, old_source), make_cell("id:f", 4, new_source)
+    before = Evidence().after((), old, run(old_source))
+    after = before.after((old,), new, run(new_source))
+    union = at(old_source, "frame.iloc", code="missing-union-attribute",
+               message="Attribute `iloc` is not defined on `None` in union")
+    entry = FileReport(Path("/d/cells.py"), "cell [4]", fixed=(union,), cell=4)
+    report = after.apply(Report(files=(entry,)), [new], (before, (old,)))
+    (gone,) = report.files[0].fixed
+    assert (gone.severity, gone.ran_without_error) == (Severity.WARNING, True)
+    assert format_text(report, FormatOptions(severity="error")) == ""
+    assert after.apply(Report(files=(entry,)), [new]).files[0].fixed == (union,)  # no before
+
+
 def test_the_editors_marks_say_what_the_report_says(run: Callable) -> None:
     source = "first = frame.iloc[0]"
     cell = make_cell("id:m", 9, source)

@@ -149,10 +149,11 @@ class CellSession:
         with self._lock:
             cell = make_cell(_key(cell_id, source), count, source, self.read)
             after = self.history.with_cell(cell)
+            before = (self.evidence, self.history.cells)
             self.evidence = self.evidence.after(self.history.cells, cell, evaluated)
             report = self._check(after, cell, timeout, progress, ran=True, files=files,
                                  cold=cold)
-            report = self.evidence.apply(report, after.cells)
+            report = self.evidence.apply(report, after.cells, before)
             self.history = after.kept()
             return report
 

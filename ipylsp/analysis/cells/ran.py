@@ -229,18 +229,29 @@ class Evidence:
             runs[cell.key] = ran
         return Evidence(dict(list(runs.items())[-cap:]))
 
-    def apply(self, report: Report, cells: Iterable[Cell]) -> Report:
-        """The cells' entries with what their runs disproved demoted (introduced and current
-        problems; `fixed` ones are of the text before, which this run did not evaluate)."""
-        if not self.runs:
+    def apply(
+        self,
+        report: Report,
+        cells: Iterable[Cell],
+        before: tuple[Evidence, Iterable[Cell]] | None = None,
+    ) -> Report:
+        """The cells' entries (`cells`: the history checked) with what their runs disproved
+        demoted: introduced and current problems by these runs; `fixed` ones, which are of the
+        text before, by the runs that spoke for it (`before`: that evidence and that history),
+        so what was shown as a warning is not "fixed" as an error."""
+        old, old_cells = before if before is not None else (Evidence(), ())
+        if not self.runs and not old.runs:
             return report
-        by_count = {c.count: c for c in cells if c.count is not None and c.key in self.runs}
+        by_count = {c.count: c for c in cells if c.count is not None}
+        was = {c.key: c for c in old_cells}
         files = []
         for f in report.files:
             cell = by_count.get(f.cell) if f.cell else None
             if cell is not None:
+                earlier = was.get(cell.key)
                 f = replace(f, diagnostics=self.judged(cell, f.diagnostics),
-                            current=self.judged(cell, f.current))
+                            current=self.judged(cell, f.current),
+                            fixed=old.judged(earlier, f.fixed) if earlier else f.fixed)
             files.append(f)
         return replace(report, files=tuple(files))
 
