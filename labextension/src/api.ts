@@ -78,6 +78,18 @@ export async function fetchStatus(): Promise<IStatus> {
 /** The current problems (schema ipylsp.diagnostics/2): of `path` (server-relative) or all. */
 export async function fetchDiagnostics(path?: string): Promise<IReport> {
   const query: Record<string, string> = path === undefined ? {} : { path };
+  return diagnosticsFrom(query);
+}
+
+/**
+ * What the store holds for `path` (server-relative): every server's latest answer, from any
+ * kernel, each marked cached (stale when the file changed since); no server is started.
+ */
+export async function fetchStoredDiagnostics(path: string): Promise<IReport> {
+  return diagnosticsFrom({ path, cached: '1', severity: 'all' });
+}
+
+async function diagnosticsFrom(query: Record<string, string>): Promise<IReport> {
   const report = parseReport(await getJSON('diagnostics', query));
   if (!report) {
     throw new ApiError(200, `the answer is not ${SCHEMA}`);

@@ -1,8 +1,10 @@
 /**
  * The Problems panel: the workspace's current problems from `GET ipylsp/api/diagnostics`,
- * grouped by file, each location opening the editor. Refreshed when a report renders (the
- * report's files are asked for first, so the server knows them), when it is shown, and from
- * its refresh button; while hidden it only remembers that it is stale.
+ * grouped by file, each location opening the editor, then the open notebooks' cells'
+ * problems (their kernels' marks) grouped under each notebook, each location moving the
+ * cursor into the cell. Refreshed when a report renders (the report's files are asked for
+ * first, so the server knows them), when it is shown, and from its refresh button; while
+ * hidden it only remembers that it is stale. The cells' part follows the marks as they change.
  */
 
 import { refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
@@ -10,29 +12,56 @@ import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { fetchDiagnostics } from './api';
-import { countPhrase, IRenderOptions, problemRows, renderReport } from './report';
-import { IReport } from './schema';
+import { countPhrase, ILocation, IRenderOptions, problemRows, renderReport } from './report';
+import { IFileReport, IReport, Severity } from './schema';
+
+/** One notebook's cells with problems, as the panel lists them. */
+export interface INotebookProblems {
+  /** The notebook's path (server-relative), its group's header. */
+  path: string;
+  /** Each cell as a report entry (`path` "cell [n]", `cell`, `cell_id`). */
+  cells: IFileReport[];
+  /** Put the cursor at a location of one of its cells. */
+  open: (location: ILocation) => void;
+}
 
 function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
-/** `2 errors and 1 warning in 2 files`, or `No problems`. */
-export function problemsSummary(report: IReport): string {
-  const severities = report.files.flatMap(f =>
-    problemRows(f.diagnostics).map(row => row[0].severity)
-  );
+function severities(files: IFileReport[]): Severity[] {
+  return files.flatMap(f => problemRows(f.diagnostics).map(row => row[0].severity));
+}
+
+/** Errors, one per problem however many servers report it (what the status item counts). */
+export function errorCount(files: IFileReport[]): number {
+  return severities(files).filter(s => s === 'error').length;
+}
+
+/**
+ * `2 errors and 1 warning in 2 files`, `3 errors in 1 file and 2 cells`, or `No problems`.
+ */
+export function problemsSummary(report: IReport, notebooks: INotebookProblems[] = []): string {
+  const cells = notebooks.flatMap(n => n.cells);
+  const found = [...severities(report.files), ...severities(cells)];
   const files = report.files.filter(f => f.diagnostics.length).length;
   const omitted = report.files.reduce((n, f) => n + f.omitted, 0);
-  if (!severities.length && !omitted) {
+  if (!found.length && !omitted) {
     return 'No problems';
   }
+  const places = [
+    ...(files || !cells.length ? [plural(files, 'file')] : []),
+    ...(cells.length ? [plural(cells.length, 'cell')] : [])
+  ].join(' and ');
   const more = omitted ? ` (${omitted} more not shown)` : '';
-  return `${countPhrase(severities)} in ${plural(files, 'file')}${more}`;
+  return `${countPhrase(found)} in ${places}${more}`;
 }
 
 export class ProblemsPanel extends Panel {
-  constructor(private readonly _options: IRenderOptions) {
+  constructor(
+    private readonly _options: IRenderOptions,
+    private readonly _notebooks: () => INotebookProblems[] = () => []
+  ) {
     super();
     this.id = 'jp-ipylsp-problems';
     this.addClass('jp-ipylsp-problems');
@@ -60,6 +89,13 @@ export class ProblemsPanel extends Panel {
     this._summary.textContent = 'not loaded yet';
   }
 
+  /** The cells' problems changed: their part is drawn again (no request). */
+  cellsChanged(): void {
+    if (this._report !== null) {
+      this._show(this._report);
+    }
+  }
+
   /** The last report shown (null before the first answer or after a failed one). */
   get report(): IReport | null {
     return this._report;
@@ -71,6 +107,9 @@ export class ProblemsPanel extends Panel {
    */
   reportRendered(report: IReport): void {
     for (const file of report.files) {
+      if (file.cell !== undefined) {
+        continue; // a cell's document is the kernel's, never on disk
+      }
       const path = this._options.resolve(file);
       if (path !== null) {
         this._pendingPaths.add(path);
@@ -118,10 +157,30 @@ export class ProblemsPanel extends Panel {
   private _show(report: IReport): void {
     this._report = report;
     this.removeClass('jp-mod-unavailable');
-    this._summary.textContent = problemsSummary(report);
+    const notebooks = this._notebooks().filter(n => n.cells.length);
+    this._summary.textContent = problemsSummary(report, notebooks);
     this._summary.title = report.root ? `workspace ${report.root}` : '';
     this._body.node.textContent = '';
     this._body.node.appendChild(renderReport(report, this._options));
+    for (const notebook of notebooks) {
+      const group = document.createElement('div');
+      group.className = 'jp-ipylsp-notebook';
+      group.dataset.path = notebook.path;
+      const header = document.createElement('div');
+      header.className = 'jp-ipylsp-notebook-header';
+      header.textContent = notebook.path;
+      group.appendChild(header);
+      const cells: IReport = { ...report, files: notebook.cells, notes: [], unknown: [] };
+      group.appendChild(
+        renderReport(cells, {
+          ...this._options,
+          openCell: location => {
+            notebook.open(location);
+          }
+        })
+      );
+      this._body.node.appendChild(group);
+    }
   }
 
   private _unavailable(message: string): void {

@@ -6,14 +6,7 @@
  * Every string from a server goes in as text, never as HTML.
  */
 
-import type {
-  ICached,
-  IDiagnostic,
-  IFileReport,
-  IReport,
-  IUnknown,
-  Severity
-} from './schema';
+import type { ICached, IDiagnostic, IFileReport, IReport, IUnknown, Severity } from './schema';
 
 /** What a click on a location asks for. */
 export interface ILocation {
@@ -26,6 +19,11 @@ export interface IRenderOptions {
   resolve: (file: IFileReport) => string | null;
   /** Open a location (the renderer and the panel open the editor). */
   open: (path: string, location: ILocation) => void;
+  /**
+   * Put the cursor at a cell's location (`cell [n] line:col`): the cell of the notebook that
+   * holds `from` (the renderer), or of the panel's notebook. Without it, not a link.
+   */
+  openCell?: (location: ILocation, from: HTMLElement) => void;
 }
 
 /**
@@ -48,7 +46,7 @@ export function cachedLabel(cached: ICached, now: number = Date.now()): string {
   return `cached ${ago} ago${cached.stale ? ', stale' : ''}`;
 }
 
-const LABELS = new Map<string, string>([
+export const LABELS = new Map<string, string>([
   ['error', 'ERROR'],
   ['warning', 'WARN'],
   ['information', 'INFO'],
@@ -134,7 +132,8 @@ export function reportUnknownLine(u: IUnknown): string {
   return u.hint ? `${line}; ${u.hint}` : line;
 }
 
-function joinUnique(values: (string | null)[]): string {
+/** The distinct values, in order, comma-separated. */
+export function joinUnique(values: (string | null)[]): string {
   return [...new Set(values.filter((v): v is string => !!v))].join(', ');
 }
 
@@ -154,7 +153,18 @@ function renderRow(
     ? `${file.path} ${first.line}:${first.column}`
     : `${file.path}:${first.line}:${first.column}`;
   let location: HTMLElement;
-  if (inCell) {
+  const openCell = options.openCell;
+  if (inCell && openCell) {
+    const button = element('button', 'jp-ipylsp-location jp-ipylsp-cell', where);
+    button.type = 'button';
+    button.title = `Go to line ${first.line}, column ${first.column} of ${file.path}`;
+    button.addEventListener('click', event => {
+      event.preventDefault();
+      event.stopPropagation();
+      openCell({ file, diagnostic: first }, button);
+    });
+    location = button;
+  } else if (inCell) {
     location = element('span', 'jp-ipylsp-location jp-ipylsp-cell', where);
     location.title = `line ${first.line}, column ${first.column} of the cell run as ${file.path}`;
   } else if (target !== null) {

@@ -1,7 +1,9 @@
 /**
  * The status bar item: the language servers of every kernel (and of the Jupyter server) that
  * run, start or are broken, and the current errors across them, from `GET ipylsp/api/status`
- * every few seconds and whenever a report renders. A click lists them in a popup. A failed
+ * every few seconds and whenever a report renders, plus the errors in the open notebooks'
+ * cells (their kernels' marks: files only are counted by the route), so it counts what the
+ * Problems panel lists. A click lists them in a popup. A failed
  * request is a quiet state, never a dialog. (Its text never says "Idle": galata waits for the
  * kernel's "Idle" in the status bar.)
  */
@@ -18,13 +20,17 @@ function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
-/** `ipylsp: 2 running, 1 broken · 3 errors`; `ipylsp: no servers · 0 errors`. */
-export function statusText(status: IStatus): string {
+/**
+ * `ipylsp: 2 running, 1 broken · 3 errors`; `ipylsp: no servers · 0 errors`. `cellErrors`:
+ * the errors in notebooks' cells, added to the files' errors.
+ */
+export function statusText(status: IStatus, cellErrors = 0): string {
   const parts = SHOWN_STATES.flatMap(state => {
     const n = status.servers.filter(s => s.state === state).length;
     return n ? [`${n} ${state}`] : [];
   });
-  return `ipylsp: ${parts.length ? parts.join(', ') : 'no servers'} · ${plural(status.errors, 'error')}`;
+  const errors = plural(status.errors + cellErrors, 'error');
+  return `ipylsp: ${parts.length ? parts.join(', ') : 'no servers'} · ${errors}`;
 }
 
 function cell(tag: 'td' | 'th', text: string, className = ''): HTMLElement {
@@ -43,7 +49,7 @@ class StatusDetails extends Widget {
     this.addClass('jp-ipylsp-status-popup');
   }
 
-  showStatus(status: IStatus | null, error: string): void {
+  showStatus(status: IStatus | null, error: string, cellErrors = 0): void {
     const node = this.node;
     node.textContent = '';
     const title = document.createElement('div');
@@ -77,7 +83,10 @@ class StatusDetails extends Widget {
       )
     );
     node.appendChild(
-      this._line('jp-ipylsp-status-errors', `${plural(status.errors, 'error')} across kernels`)
+      this._line(
+        'jp-ipylsp-status-errors',
+        `${plural(status.errors + cellErrors, 'error')} across kernels`
+      )
     );
     const button = document.createElement('button');
     button.type = 'button';
@@ -141,6 +150,14 @@ export class StatusItem extends Widget {
     return this._status;
   }
 
+  /** The errors in the open notebooks' cells (the route counts files only). */
+  set cellErrors(value: number) {
+    if (value !== this._cellErrors) {
+      this._cellErrors = value;
+      this._render();
+    }
+  }
+
   /** Ask again now (a report rendered). */
   refresh(): void {
     void this._poll.refresh();
@@ -174,16 +191,16 @@ export class StatusItem extends Widget {
     this.toggleClass('jp-mod-unavailable', unavailable);
     const broken = !!this._status?.servers.some(s => s.state === 'broken');
     this.toggleClass('jp-mod-broken', broken);
-    this.toggleClass('jp-mod-errors', !!this._status?.errors);
+    this.toggleClass('jp-mod-errors', !!this._status?.errors || this._cellErrors > 0);
     if (this._status) {
-      this.node.textContent = statusText(this._status);
+      this.node.textContent = statusText(this._status, this._cellErrors);
       this.node.title = 'ipylsp: language servers of every kernel (click for the list)';
     } else {
       this.node.textContent = 'ipylsp: no status';
       this.node.title = `ipylsp: status unavailable (${this._error})`;
     }
     if (this._popup && !this._popup.isDisposed && this._details) {
-      this._details.showStatus(this._status, this._error);
+      this._details.showStatus(this._status, this._error, this._cellErrors);
     }
   }
 
@@ -194,7 +211,7 @@ export class StatusItem extends Widget {
     }
     // The popup disposes its body when it closes: a new one each time.
     this._details = new StatusDetails(this._onProblems);
-    this._details.showStatus(this._status, this._error);
+    this._details.showStatus(this._status, this._error, this._cellErrors);
     this._popup = showPopup({
       body: this._details,
       anchor: this,
@@ -204,6 +221,7 @@ export class StatusItem extends Widget {
     this.refresh();
   }
 
+  private _cellErrors = 0;
   private _details: StatusDetails | null = null;
   private _onProblems: () => void;
   private _popup: Popup | null = null;

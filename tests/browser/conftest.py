@@ -85,6 +85,10 @@ class Lab:
         """The URL that opens `path` (relative to the root) in a fresh JupyterLab workspace."""
         return f"{self.url}lab/tree/{path}?reset&token={self.token}"
 
+    def notebook_url(self, path: str) -> str:
+        """The URL that opens the notebook `path` in Notebook 7 (`running_lab(app="notebook")`)."""
+        return f"{self.url}notebooks/{path}?token={self.token}"
+
     def api(self, route: str) -> object:
         request = urllib.request.Request(
             f"{self.url}{route}", headers={"Authorization": f"token {self.token}"}
@@ -100,11 +104,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 @contextlib.contextmanager
-def running_lab(base: Path) -> Iterator[Lab]:
+def running_lab(base: Path, app: str = "jupyterlab") -> Iterator[Lab]:
     """`jupyter lab` on a temporary root under `base` (a workspace: it holds a
     pyproject.toml), on 127.0.0.1 with a token, its own config dir (the user's is not read),
     no browser; stopped (kernels and language servers with it) on exit. The benchmarks use
-    it too (benchmarks/bench_lab.py)."""
+    it too (benchmarks/bench_lab.py). `app="notebook"`: Notebook 7 (`jupyter notebook`),
+    the same prebuilt extension."""
     root = base / "root"
     root.mkdir()
     (root / "pyproject.toml").write_text('[project]\nname = "shop"\nversion = "0"\n')
@@ -124,11 +129,14 @@ def running_lab(base: Path) -> Iterator[Lab]:
         "JUPYTER_CONFIG_DIR": str(config),
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+        # ipylsp's data dir (platformdirs): the status files the status item sums are this
+        # Jupyter server's and its kernels' only, not those of whatever else runs on the machine
+        "XDG_DATA_HOME": str(base / "data"),
     }
     command = [
         sys.executable,
         "-m",
-        "jupyterlab",
+        app,
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
@@ -136,7 +144,7 @@ def running_lab(base: Path) -> Iterator[Lab]:
         f"--IdentityProvider.token={token}",
         "--ServerApp.allow_root=True",
         f"--ServerApp.root_dir={root}",
-        f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        *([f"--LabApp.workspaces_dir={base / 'workspaces'}"] if app == "jupyterlab" else []),
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -204,6 +212,17 @@ def page(browser: object) -> Iterator[object]:
         yield page
     finally:
         context.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed browser test leaves a screenshot of its page: `failed-<test>.png`."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    page = getattr(item, "funcargs", {}).get("page")
+    if report.when == "call" and report.failed and page is not None:
+        with contextlib.suppress(Exception):  # the page may be gone: the failure says why
+            screenshot(page, f"failed-{item.name}")
 
 
 def screenshot(page: object, name: str) -> Path:

@@ -278,9 +278,9 @@ def test_cuts_unknown_servers_and_notes_say_what_text_plain_says(lab: Lab, page:
 
 def test_live_cell_problems_are_located_in_cells(lab: Lab, page: Page) -> None:
     """A cell's own code, run in JupyterLab (which sends each cell's id): the problem a later
-    call introduced renders as `cell [n] line:col` (not a link: the cell is right there), and
-    re-running the defining cell with a new signature replaces it in place, so its report
-    says the later call is fixed."""
+    call introduced renders as `cell [n] line:col`, a link that puts the cursor there (the
+    report's JSON names the cell by its id), and re-running the defining cell with a new
+    signature replaces it in place, so its report says the later call is fixed."""
     warm = "import ipylsp\n_ = ipylsp.get_service().start('warm.py')"  # no cut first checks
     notebook(lab.root, "cells.ipynb", [SETUP, warm, "def f(x: int) -> int: return x", "f('s')"],
              execute=False)
@@ -297,8 +297,11 @@ def test_live_cell_problems_are_located_in_cells(lab: Lab, page: Page) -> None:
         'ERROR cell [4] 1:3 Argument to function `f` is incorrect: Expected `int`, found '
         '`Literal["s"]` [invalid-argument-type] (ty)'
     ])
-    expect(call.locator(".jp-ipylsp-row button")).to_have_count(0)
     screenshot(page, "live-cell-report")
+    page.locator(".jp-Notebook .jp-Cell").nth(0).locator(".jp-InputArea-editor").click()
+    call.locator(".jp-ipylsp-row").get_by_role("button", name="cell [4] 1:3").click()
+    expect(call).to_have_class(re.compile(r"\bjp-mod-active\b"))
+    expect(cursor(page)).to_have_text("Ln 1, Col 3")
 
     define = page.locator(".jp-Notebook .jp-Cell").nth(2)
     define.locator(".jp-InputArea-editor").click()

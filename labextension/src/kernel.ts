@@ -1,0 +1,99 @@
+/**
+ * Asking a notebook's kernel for its cells' marks (schema ipylsp.marks/1, docs/schema.md):
+ * a silent execute request (no history, no execution count, no cell hooks) whose user
+ * expression calls `ipylsp.ipython.marks` when the kernel has loaded ipylsp, else answers
+ * None. The kernel knows what ran; the Jupyter server's own service is never asked.
+ */
+
+import type { Kernel, KernelMessage } from '@jupyterlab/services';
+
+import type { IDiagnostic } from './schema';
+
+export const MARKS_MIME = 'application/vnd.ipylsp.marks+json';
+export const MARKS_SCHEMA = 'ipylsp.marks/1';
+
+export interface ICellMarks {
+  cell_id: string | null;
+  count: number | null;
+  /** The text the marks are for (what ran, or what was checked before running). */
+  source: string;
+  diagnostics: IDiagnostic[];
+}
+
+export interface IMarksAnswer {
+  state: string;
+  token: string;
+  generation: number;
+  complete: boolean;
+  preflight: boolean;
+  cells: ICellMarks[];
+  unknown: string[];
+  error?: string;
+}
+
+/** A Python string literal of `text` (JSON's escapes are Python's). */
+function literal(text: string): string {
+  return JSON.stringify(text);
+}
+
+const LOADED = "'ipylsp.ipython.extension' in __import__('sys').modules";
+const MODULE = "__import__('ipylsp.ipython.marks', fromlist=['marks'])";
+
+export function marksExpression(token: string, since: number): string {
+  return `${MODULE}.marks(${literal(token)}, ${Math.floor(since)}) if ${LOADED} else None`;
+}
+
+export function preflightExpression(cellId: string, code: string): string {
+  return `${MODULE}.preflight(${literal(cellId)}, ${literal(code)}) if ${LOADED} else None`;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function parseMarks(value: unknown): IMarksAnswer | null {
+  if (!isObject(value) || value.schema !== MARKS_SCHEMA || !Array.isArray(value.cells)) {
+    return null;
+  }
+  const cells = value.cells.filter(
+    (c): c is ICellMarks =>
+      isObject(c) && typeof c.source === 'string' && Array.isArray(c.diagnostics)
+  );
+  return {
+    state: typeof value.state === 'string' ? value.state : 'ready',
+    token: typeof value.token === 'string' ? value.token : '',
+    generation: typeof value.generation === 'number' ? value.generation : 0,
+    complete: value.complete === true,
+    preflight: value.preflight === true,
+    cells,
+    unknown: Array.isArray(value.unknown) ? (value.unknown as string[]) : [],
+    error: typeof value.error === 'string' ? value.error : undefined
+  };
+}
+
+/**
+ * The kernel's answer to `expression`, or null: no ipylsp there (not installed, not loaded),
+ * or the request failed.
+ */
+export async function askKernel(
+  kernel: Kernel.IKernelConnection,
+  expression: string
+): Promise<IMarksAnswer | null> {
+  const content: KernelMessage.IExecuteRequestMsg['content'] = {
+    code: '',
+    silent: true,
+    store_history: false,
+    allow_stdin: false,
+    stop_on_error: false,
+    user_expressions: { ipylsp: expression }
+  };
+  const reply = await kernel.requestExecute(content, true).done;
+  if (reply.content.status !== 'ok') {
+    return null;
+  }
+  const value = reply.content.user_expressions.ipylsp;
+  if (!isObject(value) || value.status !== 'ok' || !isObject(value.data)) {
+    return null;
+  }
+  return parseMarks(value.data[MARKS_MIME]);
+}
