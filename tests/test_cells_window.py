@@ -5,7 +5,7 @@ more history than the window holds is in test_cells.py)."""
 from __future__ import annotations
 
 from ipylsp.analysis.cells import window
-from ipylsp.analysis.cells.document import Cell, CellDocument, CellHistory, make_cell
+from ipylsp.analysis.cells.document import CellDocument, CellHistory, make_cell
 
 
 def int_stubs(names: frozenset[str]) -> str:
@@ -152,16 +152,6 @@ def test_the_window_only_grows_at_the_end_of_the_history() -> None:
     session.run("define", "def f(x: str) -> int:\n    return 1")
     document, before = session.run("next", "y = 1")
     assert (keys(document), before) == (["next"], window.EMPTY)
-
-
-def test_facts_of_a_cell_read_scopes_apart() -> None:
-    cell: Cell = make_cell("a", 1, "x = [v for v in data]\ndef f():\n    return g(y)\n"
-                                   "h = lambda: z\nclass C:\n    k = base\n"
-                                   "    def m(self):\n        return w")
-    assert window.affected([cell, make_cell("b", 2, "y = 1")], make_cell("b", 2, "y = 1"),
-                           None) == [cell]
-    assert window.affected([cell, make_cell("c", 2, "data = 1")],
-                           make_cell("c", 2, "data = 1"), None) == []  # read as it ran
 
 
 def test_a_seeded_cell_rerun_with_its_id_is_its_earlier_version() -> None:

@@ -29,14 +29,11 @@ Pure: no server, no kernel.
 
 from __future__ import annotations
 
-import ast
-import functools
-import symtable
-import threading
-from bisect import bisect_left
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
+from ipylsp.analysis.cells import bindings
+from ipylsp.analysis.cells.bindings import Index
 from ipylsp.analysis.cells.document import IDENTIFIED, Cell, CellDocument, CellHistory
 
 WINDOW_LINES = 30
@@ -66,25 +63,26 @@ def documents(
     """(the document to check, the text before `newest` ran): `previous` is the history
     before it, `after` with it, `last` the document last checked, `names` the kernel's and
     `stubs` its declarations of them."""
-    previous = _with_key(previous, newest)
-    old = next((c for c in previous.cells if c.key == newest.key), None)
-    needed = {newest.key, *(c.key for c in affected(after.cells, newest, old))}
-    if last is not None and _grows(previous, after, newest, old, last, needed):
-        kept = {c.key for c in last.cells} | {newest.key}
-        cells = tuple(c for c in after.cells if c.key in kept)
-        return _document(after.cells, cells, names, stubs), last
-    cells = tuple(c for c in after.cells if c.key in needed)
-    before = tuple(c for c in previous.cells if c.key in needed)
+    earlier = bindings.index(_with_key(previous, newest).cells)
+    later = bindings.index(after.cells)
+    at = earlier.position(newest.key)
+    old = earlier.cell(at) if at is not None else None
+    needed = {newest.key, *(c.key for c in affected(later, newest, old))}
+    if last is not None and _grows(earlier, later, newest, old, last, needed):
+        cells = _in_order(later, {c.key for c in last.cells} | {newest.key})
+        return _document(later, cells, names, stubs), last
+    before = _in_order(earlier, needed)
     return (
-        _document(after.cells, cells, names, stubs),
-        _document(previous.cells, before, names, stubs) if before else EMPTY,
+        _document(later, _in_order(later, needed), names, stubs),
+        _document(earlier, before, names, stubs) if before else EMPTY,
     )
 
 
 def _with_key(previous: CellHistory, newest: Cell) -> CellHistory:
     """`previous` with the cell `newest` replaces known by its key: a cell seeded by its
     source (run before `%load_ext`) run again with its id takes the id (`with_cell`)."""
-    if not newest.key.startswith(IDENTIFIED) or any(c.key == newest.key for c in previous.cells):
+    if (not newest.key.startswith(IDENTIFIED)
+            or bindings.index(previous.cells).position(newest.key) is not None):
         return previous
     return CellHistory(tuple(
         replace(c, key=newest.key)
@@ -93,12 +91,14 @@ def _with_key(previous: CellHistory, newest: Cell) -> CellHistory:
     ), previous.cap)
 
 
+def _in_order(history: Index, keys: Iterable[str]) -> tuple[Cell, ...]:
+    """The cells of `history` with these keys, in its order."""
+    found = (history.position(k) for k in keys)
+    return tuple(history.cell(at) for at in sorted(at for at in found if at is not None))
+
+
 def _grows(
-    previous: CellHistory,
-    after: CellHistory,
-    newest: Cell,
-    old: Cell | None,
-    last: CellDocument,
+    previous: Index, after: Index, newest: Cell, old: Cell | None, last: CellDocument,
     needed: set[str],
 ) -> bool:
     """The last document is the text before: it holds every cell to check (the newest's
@@ -107,18 +107,18 @@ def _grows(
     shown = {c.key for c in last.cells}
     if not needed - {newest.key} <= shown or (old is not None and old.key not in shown):
         return False
-    if old is not None and _position(after.cells, newest) < len(after.cells) - 1:
+    at = after.position(newest.key)
+    if old is not None and at is not None and at < after.end - 1:
         return True  # in place: the same cells, nothing grows
-    present = [c.key for c in previous.cells if c.key in shown]
-    suffix = [c.key for c in previous.cells[len(previous.cells) - len(present):]]
-    if present != suffix:
+    present = sorted(p for p in (previous.position(k) for k in shown) if p is not None)
+    if present != list(range(previous.end - len(present), previous.end)):
         return False  # cells brought back earlier, or history since: not one window
-    return sum(len(c.neutral.column_offsets) for c in after.cells
-               if c.key in shown or c.key == newest.key) <= WINDOW_LINES
+    return sum(len(c.neutral.column_offsets) for c in _in_order(after, shown | {newest.key})
+               ) <= WINDOW_LINES
 
 
 def _document(
-    history: Sequence[Cell], cells: tuple[Cell, ...], names: frozenset[str], stubs: Stubs | None
+    history: Index, cells: tuple[Cell, ...], names: frozenset[str], stubs: Stubs | None
 ) -> CellDocument:
     return CellHistory(cells, cap=0).document(declarations(history, cells, names, stubs))
 
@@ -136,8 +136,8 @@ declared `Any` (a long chain of `x = f(x)` with no kernel to say what `x` holds)
 
 
 def declarations(
-    history: Sequence[Cell],
-    cells: Sequence[Cell],
+    history: Index,
+    cells: tuple[Cell, ...],
     names: frozenset[str] = frozenset(),
     stubs: Stubs | None = None,
 ) -> str:
@@ -152,20 +152,21 @@ def declarations(
     - without a kernel (a check outside IPython): by its binding statement.
     """
     shown = {c.key for c in cells}
-    index = _index(history)
-    position = index.position
     bound: set[str] = set()
     todo: list[tuple[str, tuple[int, int]]] = []
     for cell in cells:
         bound |= cell.binds
     for cell in cells:
-        at = position.get(cell.key, len(history))
-        todo.extend((n, (at, 0)) for n in cell.loads
+        at = history.position(cell.key)
+        todo.extend((n, (history.end if at is None else at, 0)) for n in cell.loads
                     if n not in bound and not n.startswith("__ipylsp"))
     seen = set(todo)
     found: dict[tuple[int, int], str] = {}
     untyped: set[str] = set()
     kernel: dict[str, tuple[int, int] | None] = {}
+
+    def statement(where: tuple[int, int]) -> bindings.Statement:
+        return bindings.facts(history.cell(where[0]).neutral.text).statements[where[1]]
 
     def declare(where: tuple[int, int], name: str) -> None:
         if where in found:
@@ -173,9 +174,8 @@ def declarations(
         if len(found) >= DECLARED:
             untyped.add(name)
             return
-        statement = _facts(history[where[0]].neutral.text).statements[where[1]]
-        found[where] = statement.text
-        now, later = _reads(statement.text)
+        text = found[where] = statement(where).text
+        now, later = bindings.reads(text)
         for free in sorted(now | later):
             key = (free, where)
             if free not in bound and key not in seen and not free.startswith("__ipylsp"):
@@ -185,11 +185,8 @@ def declarations(
     while True:
         while todo:
             name, before = todo.pop()
-            where = _binding(history, index, shown, name, before)
-            if where is not None and (
-                where in found or _facts(history[where[0]].neutral.text).statements[where[1]]
-                .definition
-            ):
+            where = _binding(history, shown, name, before)
+            if where is not None and (where in found or statement(where).definition):
                 declare(where, name)
             elif name not in kernel:
                 kernel[name] = where
@@ -214,22 +211,21 @@ def declarations(
 
 
 def _binding(
-    history: Sequence[Cell], index: _Index, shown: set[str], name: str, before: tuple[int, int]
+    history: Index, shown: set[str], name: str, before: tuple[int, int]
 ) -> tuple[int, int] | None:
     """(cell, statement) of the statement that last bound `name` before the statement
     `before`, in a cell left out of the document; None when none did."""
     cell_at, statement_at = before
-    if cell_at < len(history):  # statements of the same cell first
-        statements = _facts(history[cell_at].neutral.text).statements
+    if statement_at and history.base <= cell_at < history.end:  # the same cell's first
+        statements = bindings.facts(history.cell(cell_at).neutral.text).statements
         for at in range(min(statement_at, len(statements)) - 1, -1, -1):
             if name in statements[at].binds:
                 return cell_at, at
-    binders = index.binders.get(name, ())
-    for position in reversed(binders[: bisect_left(binders, cell_at)]):
-        cell = history[position]
+    for position in history.binders(name, cell_at):
+        cell = history.cell(position)
         if cell.key in shown:
             continue
-        statements = _facts(cell.neutral.text).statements
+        statements = bindings.facts(cell.neutral.text).statements
         for at in range(len(statements) - 1, -1, -1):
             if name in statements[at].binds:
                 return position, at
@@ -237,49 +233,16 @@ def _binding(
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Index:
-    """Where each cell of a history is, and the cells that bind each name (ascending)."""
-
-    position: dict[str, int]
-    binders: dict[str, list[int]]
-
-
-_INDEXES: dict[int, tuple[Sequence[Cell], _Index]] = {}
-"""The last histories' indexes by identity (the history is held, so its id stays its own):
-one check reads the history before and after the cell, twice each."""
-
-
-_INDEXES_LOCK = threading.Lock()
-
-
-def _index(history: Sequence[Cell]) -> _Index:
-    with _INDEXES_LOCK:
-        known = _INDEXES.get(id(history))
-    if known is not None and known[0] is history:
-        return known[1]
-    binders: dict[str, list[int]] = {}
-    for at, cell in enumerate(history):
-        for name in cell.binds:
-            binders.setdefault(name, []).append(at)
-    index = _Index({c.key: i for i, c in enumerate(history)}, binders)
-    with _INDEXES_LOCK:
-        if len(_INDEXES) >= 4:
-            del _INDEXES[next(iter(_INDEXES))]
-        _INDEXES[id(history)] = (history, index)
-    return index
-
-
 # -- the cells a change can break ------------------------------------------------------------------
 
 
-def affected(cells: Sequence[Cell], newest: Cell, old: Cell | None) -> list[Cell]:
-    """The cells other than `newest` whose check its code can change: `cells` is the history
-    with it (in place of `old`, its earlier version, when it is a re-run)."""
-    if not newest.parses:
+def affected(history: Index, newest: Cell, old: Cell | None) -> list[Cell]:
+    """The cells other than `newest` whose check its code can change: `history` is the
+    history with it (in place of `old`, its earlier version, when it is a re-run)."""
+    position = history.position(newest.key)
+    if not newest.parses or position is None:
         return []
-    position = _position(cells, newest)
-    in_place = old is not None and position < len(cells) - 1
+    in_place = old is not None and position < history.end - 1
     changed = _changed(old, newest) if in_place and old is not None else set(newest.binds)
     if old is not None:
         changed |= old.binds - newest.binds
@@ -288,8 +251,8 @@ def affected(cells: Sequence[Cell], newest: Cell, old: Cell | None) -> list[Cell
     out: list[Cell] = []
     live = set(changed)
     hops = 0
-    for cell in cells[position + 1 :]:
-        now, later = _facts(cell.neutral.text).reads
+    for cell in history.cells[position - history.base + 1 :]:
+        now, later = bindings.cell_reads(cell)
         direct = bool((now | later) & changed)
         if direct or (now & live and hops < TRANSITIVE):
             out.append(cell)
@@ -297,12 +260,9 @@ def affected(cells: Sequence[Cell], newest: Cell, old: Cell | None) -> list[Cell
             live |= cell.binds
         else:
             live -= cell.binds
-    out.extend(c for c in cells[:position] if _facts(c.neutral.text).reads[1] & changed)
+    readers = {at for name in changed for at in history.readers(name, position)}
+    out.extend(history.cell(at) for at in sorted(readers))
     return out
-
-
-def _position(cells: Sequence[Cell], cell: Cell) -> int:
-    return next(i for i, c in enumerate(cells) if c.key == cell.key)
 
 
 def _changed(old: Cell, new: Cell) -> set[str]:
@@ -310,7 +270,7 @@ def _changed(old: Cell, new: Cell) -> set[str]:
     read a name changed earlier in the cell."""
     before, now = _bindings(old), _bindings(new)
     changed = {n for n in before.keys() | now.keys() if before.get(n) != now.get(n)}
-    for statement in _facts(new.neutral.text).statements:
+    for statement in bindings.facts(new.neutral.text).statements:
         if statement.loads & changed:
             changed |= statement.binds
     return changed
@@ -318,102 +278,7 @@ def _changed(old: Cell, new: Cell) -> set[str]:
 
 def _bindings(cell: Cell) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
-    for statement in _facts(cell.neutral.text).statements:
+    for statement in bindings.facts(cell.neutral.text).statements:
         for name in statement.binds:
             out[name] = (*out.get(name, ()), statement.text)
-    return out
-
-
-# -- facts of one cell's text, computed once -----------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Statement:
-    """A top-level statement: the names it binds at module level and reads anywhere, its
-    text (its lines, decorators included), and whether it is a def or a class."""
-
-    binds: frozenset[str]
-    loads: frozenset[str]
-    text: str
-    definition: bool
-
-
-@dataclass(frozen=True, slots=True)
-class _Facts:
-    statements: tuple[_Statement, ...]
-    reads: tuple[frozenset[str], frozenset[str]]
-    """(global names read as the cell runs, read in its function and lambda bodies)."""
-
-
-_NO_FACTS = _Facts((), (frozenset(), frozenset()))
-_COMPREHENSIONS = frozenset({"listcomp", "setcomp", "dictcomp", "genexpr"})
-"""Scopes of their own that run at once (before Python 3.12 inlined most of them)."""
-
-
-@functools.lru_cache(maxsize=8192)
-def _facts(text: str) -> _Facts:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return _NO_FACTS
-    lines = text.split("\n")
-    statements = []
-    for node in tree.body:
-        decorators = getattr(node, "decorator_list", None) or []
-        first = min([node.lineno, *(d.lineno for d in decorators)]) - 1
-        last = (node.end_lineno or node.lineno) - 1
-        statements.append(_Statement(
-            frozenset(_module_binds(node)),
-            frozenset(n.id for n in ast.walk(node)
-                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
-            "\n".join(lines[first : last + 1]),
-            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)),
-        ))
-    return _Facts(tuple(statements), _reads(text))
-
-
-@functools.lru_cache(maxsize=8192)
-def _reads(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(global names `text` reads as it runs, those its function and lambda bodies read)."""
-    try:
-        table = symtable.symtable(text, "<cell>", "exec")
-    except (SyntaxError, ValueError):  # `nonlocal` at the top, say: every name, both ways
-        try:
-            names = frozenset(n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name))
-        except (SyntaxError, ValueError):
-            names = frozenset()
-        return names, names
-    now = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
-    later: set[str] = set()
-    tables = [(child, False) for child in table.get_children()]
-    while tables:
-        scope, deferred = tables.pop()
-        deferred = deferred or (
-            scope.get_type() == "function" and scope.get_name() not in _COMPREHENSIONS
-        )
-        (later if deferred else now).update(
-            s.get_name() for s in scope.get_symbols() if s.is_referenced() and s.is_global()
-        )
-        tables.extend((child, deferred) for child in scope.get_children())
-    return frozenset(now), frozenset(later)
-
-
-def _module_binds(node: ast.stmt) -> set[str]:
-    """Names a top-level statement binds in the module (not in function or class bodies)."""
-    out: set[str] = set()
-    todo: list[ast.AST] = [node]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(item.name)
-            continue
-        if isinstance(item, ast.Lambda):
-            continue
-        if isinstance(item, ast.Name) and not isinstance(item.ctx, ast.Load):
-            out.add(item.id)
-        elif isinstance(item, ast.Import):
-            out.update((a.asname or a.name).split(".")[0] for a in item.names)
-        elif isinstance(item, ast.ImportFrom):
-            out.update(a.asname or a.name for a in item.names if a.name != "*")
-        todo.extend(ast.iter_child_nodes(item))
     return out
