@@ -31,7 +31,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -152,11 +152,29 @@ def call(url: str, method: str = "GET", token: str | None = None, body: object =
         conn.close()
 
 
+def wait_answering(process: subprocess.Popen[bytes], probe: Callable[[], bool], what: str,
+                   timeout: float = 60) -> None:
+    """Until `probe()` is true of a starting `process` (connection errors count as not yet);
+    fails saying `what` when the process exits or the time is up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert process.poll() is None, f"{what} exited with {process.returncode}"
+        with contextlib.suppress(OSError):
+            if probe():
+                return
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"{what} did not answer in {timeout} s")
+        time.sleep(0.1)  # polling a starting process: nothing to wait on instead
+
+
 class Hub:
     """A running JupyterHub (a context manager); its files and log in `base` (root's)."""
 
     def __init__(self, base: Path, environment: Mapping[str, str],
-                 spawner_args: tuple[str, ...] = (), interrupt_timeout: int = 60) -> None:
+                 interrupt_timeout: int = 60, extra_config: str = "") -> None:
+        """`environment`: every server's (and so its kernels'); `extra_config`: Python
+        appended to the hub's configuration file."""
         self.base = base
         self.port, self.hub_port, self.proxy_api_port = free_port(), free_port(), free_port()
         self.service_token = uuid.uuid4().hex
@@ -181,7 +199,6 @@ class Hub:
             "ConfigurableHTTPProxy.api_url": f"http://127.0.0.1:{self.proxy_api_port}",
             "ConfigurableHTTPProxy.auth_token": self.proxy_token,
             "Spawner.cmd": [str(HUB_VENV / "bin" / "jupyterhub-singleuser")],
-            "Spawner.args": list(spawner_args),
             "Spawner.environment": dict(environment),
             "Spawner.start_timeout": 120,
             "Spawner.http_timeout": 120,
@@ -193,7 +210,7 @@ class Hub:
         for key, value in config.items():
             section, name = key.split(".")
             lines.append(f"c.{section}.{name} = {value!r}")
-        (base / "jupyterhub_config.py").write_text("\n".join(lines) + "\n")
+        (base / "jupyterhub_config.py").write_text("\n".join(lines) + "\n" + extra_config)
         self.process: subprocess.Popen[bytes] | None = None
 
     def url(self, path: str) -> str:
@@ -209,14 +226,12 @@ class Hub:
                  str(self.base / "jupyterhub_config.py")],
                 cwd=self.base, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )
-        deadline = time.monotonic() + 60
-        while True:
-            assert self.process.poll() is None, f"the hub exited:\n{self.log()}"
-            with contextlib.suppress(OSError):
-                if call(self.url("/hub/api"), timeout=5)[0] == 200:
-                    return self
-            assert time.monotonic() < deadline, f"the hub did not answer in 60 s:\n{self.log()}"
-            time.sleep(0.1)  # polling a starting process: nothing to wait on instead
+        try:
+            wait_answering(self.process, lambda: call(self.url("/hub/api"), timeout=5)[0] == 200,
+                           "the hub")
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}:\n{self.log()}") from None
+        return self
 
     def __exit__(self, *exc: object) -> None:
         if self.process is None:
