@@ -56,9 +56,27 @@ def kernel(tmp_path: Path) -> Iterator[CellKernel]:
         yield k
 
 
+GUARDED = (f"{MODULE}.marks('', 0) if 'ipylsp.ipython.extension' in __import__('sys').modules"
+           " else None")
+"""What the lab extension sends: a kernel that never loaded ipylsp imports nothing of it."""
+
+
 def test_no_ipylsp_no_marks(kernel: CellKernel) -> None:
-    """A kernel that did not load ipylsp answers that it has nothing to draw."""
+    """A kernel that did not load ipylsp answers that it has nothing to draw; asked the way
+    the extension asks, it answers None and imports nothing."""
     kernel.run("x = 1")
+    kc = kernel.client.kc
+    assert kc is not None
+    msg_id = kc.execute("", silent=True, store_history=False,
+                        user_expressions={"marks": GUARDED, "imported": "'ipylsp' in "
+                                          "__import__('sys').modules"})
+    while True:
+        reply = run_sync(kc.get_shell_msg)(timeout=60)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            break
+    answers = reply["content"]["user_expressions"]
+    assert answers["marks"]["data"] == {"text/plain": "None"}
+    assert answers["imported"]["data"] == {"text/plain": "False"}
     payload = marks(kernel)
     assert (payload["state"], payload["cells"]) == ("not loaded", [])
 
