@@ -10,9 +10,11 @@ What it needs, made by `scripts/bootstrap` (`require_hub` fails naming it, never
 
 - root (the spawner becomes each user; CI runs as root);
 - the system users `USERS` (`useradd`), whose homes the tests empty before each run;
-- `.venv-hub`, the users' environment: ipylsp (editable, with its python, ipython and mcp
-  extras), jupyter_server and jupyterhub, from an interpreter other users can run (the repo's
-  `.venv` may not be: pyenv's interpreters live below root's 0700 home);
+- `HUB_VENV`, the users' environment, outside the checkout (which they may not reach: a clone
+  below a 0700 directory): ipylsp's dependencies (`requirements`), jupyter_server and
+  jupyterhub, from an interpreter they can run (the repo's `.venv` may not be: pyenv's
+  interpreters live below root's 0700 home); `require_hub` copies this checkout's ipylsp into
+  it (`sync_source`), so the users' servers run the code under test;
 - configurable-http-proxy in `.cache/configurable-http-proxy` (npm, Debian's node).
 
 `RemoteKernel` runs cells on a kernel of a user's server through the proxy, with Jupyter's REST
@@ -33,14 +35,16 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ipylsp.lsp.procfs import descendants
-from tests.test_ipython_kernel import Cell
+
+if TYPE_CHECKING:
+    from tests.test_ipython_kernel import Cell
 
 REPO = Path(__file__).resolve().parent.parent
-HUB_VENV = REPO / ".venv-hub"
+HUB_VENV = Path("/opt/ipylsp-test-hub/venv")
 PROXY = REPO / ".cache" / "configurable-http-proxy" / "node_modules" / ".bin" / \
     "configurable-http-proxy"
 USERS = ("ipylsp-hub-a", "ipylsp-hub-b")
@@ -63,6 +67,7 @@ def require_hub() -> None:
             _fail(f"no {tool} in {HUB_VENV}, the hub users' environment")
     if not PROXY.exists():
         _fail(f"configurable-http-proxy is not installed at {PROXY}")
+    sync_source()
     for name in USERS:
         try:
             pwd.getpwnam(name)
@@ -72,9 +77,44 @@ def require_hub() -> None:
         if ran.returncode != 0:
             raise AssertionError(
                 f"{name} cannot run {HUB_VENV}/bin/python with ipylsp: {ran.stderr[-600:]}; "
-                f"every directory from / to {REPO} must be readable and searchable by other "
-                "users (chmod o+rx), then run scripts/bootstrap"
+                f"{HUB_VENV} and every directory above it must be readable and searchable by "
+                "other users (chmod -R a+rX), then run scripts/bootstrap"
             )
+
+
+def requirements() -> list[str]:
+    """What the users' environment installs: ipylsp's dependencies with its python, ipython
+    and mcp extras (from pyproject.toml), jupyter_server and jupyterhub."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: pytest's
+        import tomli as tomllib
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    wanted = [*project["dependencies"], *extras["python"], *extras["ipython"], *extras["mcp"]]
+    return [*(r for r in wanted if not r.startswith("ipylsp")), "jupyter_server", "jupyterhub"]
+
+
+def sync_source() -> None:
+    """This checkout's ipylsp copied into the users' environment (they may not reach the
+    checkout), with the configuration file that enables its server extension, compiled there
+    (they cannot write it) and readable by all."""
+    (site,) = HUB_VENV.glob("lib/python3*/site-packages")
+    target = site / "ipylsp"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(REPO / "ipylsp", target, copy_function=shutil.copyfile,
+                    ignore=shutil.ignore_patterns("__pycache__", "labextension"))
+    enabled = HUB_VENV / "etc" / "jupyter" / "jupyter_server_config.d"
+    enabled.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REPO / "jupyter-config" / "jupyter_server_config.d" / "ipylsp.json",
+                    enabled / "ipylsp.json")
+    subprocess.run([str(HUB_VENV / "bin" / "python"), "-m", "compileall", "-q", str(target)],
+                   check=True, capture_output=True)
+    for top in (target, enabled):
+        for directory, _, files in os.walk(top):
+            os.chmod(directory, 0o755)
+            for name in files:
+                os.chmod(os.path.join(directory, name), 0o644)
 
 
 def as_user(name: str, code: str) -> subprocess.CompletedProcess[str]:
@@ -344,6 +384,7 @@ class RemoteKernel:
 
     def run(self, code: str) -> Cell:
         """Run one cell; its outputs as nbformat would hold them (displays updated in place)."""
+        from tests.test_ipython_kernel import Cell  # not at import: scripts/bootstrap imports this
         msg_id = uuid.uuid4().hex
         self.ws.send(json.dumps({
             "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test",

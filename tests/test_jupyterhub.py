@@ -11,7 +11,7 @@ home directory, reached through the hub's proxy with the user's own API token.
 - the hub stops a server that served MCP calls (with SIGINT) at once and cleanly: its language
   servers and its kernel's gone, no status file left.
 
-Needs root, the users, `.venv-hub` and configurable-http-proxy (`scripts/bootstrap`): without
+Needs root, the users, their environment and configurable-http-proxy (`scripts/bootstrap`): without
 them this fails, naming the fix. Timing is in benchmarks/bench_hub.py, not here.
 """
 
