@@ -40,8 +40,9 @@ HTTP_STATUS: dict[ErrorCode, int] = {
 
 
 NO_TOKEN = (
-    "no valid token: send the Jupyter server's token as the header `Authorization: token "
-    "<TOKEN>`, or as `?token=<TOKEN>` in the URL (for clients that cannot send headers)"
+    "no token valid for this server: send this Jupyter server's token (under JupyterHub, "
+    "this user's API token) as the header `Authorization: token <TOKEN>`, or as "
+    "`?token=<TOKEN>` in the URL (for clients that cannot send headers)"
 )
 """Why a request without a valid token is refused. Jupyter would say `'_xsrf' argument missing
 from POST`, which sends people looking for cookies, not for the token."""
