@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -207,7 +208,7 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
     from ipylsp.agent.toolbox import Toolbox
     from ipylsp.service.service import Service
 
-    service = Service(settings)
+    service = Service(dataclasses.replace(settings, directory=Path(root).resolve()))
     threading.Thread(target=_warm_up, name="ipylsp-mcp-warm-up", daemon=True).start()
     try:
         server = build_server(Toolbox(service, Path(root)))
