@@ -12,11 +12,12 @@ its reference, medians of wall times:
 
 - ``kernel``: real ipykernels (jupyter_client, cells timed from ``execute_request`` to
   ``idle``, `store_history=True` as a notebook sends them). Per server set (ty + ruff, the
-  default; basedpyright + ruff) and history size: a kernel runs that many generated cells
-  (defs, classes, imports, loops, comprehensions, `%time`, `%%capture`, `!` and `x = !cmd`
-  lines, `exec`-bound names, top-level `await`, a few cells that raise and a few type errors),
-  then `%load_ext ipylsp` (the session is seeded with that history), then warm-up cells until a
-  deliberate error is reported. Then `--n` new cells (each reads names of old cells: a function,
+  default; basedpyright + ruff) and history size (the sizes' kernels all alive at once,
+  alternated cell by cell): a kernel runs that many generated cells (defs, classes, imports,
+  loops, comprehensions, `%time`, `%%capture`, `!` and `x = !cmd` lines, `exec`-bound names,
+  top-level `await`, a few cells that raise and a few type errors), then `%load_ext ipylsp`
+  (the session is seeded with that history), then warm-up cells until a deliberate error is
+  reported. Then `--n` new cells (each reads names of old cells: a function,
   a string and an `exec`-bound list, declared in the document's header), alternately with
   `check_cells` on and off (switched by a silent execution) and on a kernel without ipylsp:
   ``added_ms`` = on - off. Every "on" cell must be clean (no display): counted in ``displays``;
@@ -241,51 +242,57 @@ def warm_up(kernel: Kernel, tries: int = 40) -> dict[str, Any]:
     raise RuntimeError("the cell check never reported the warm-up error")
 
 
-def kernel_cells(base: Path, ws: Path, data_dir: Path, servers: Sequence[str], history: list[str],
-                 n: int) -> dict[str, Any]:
-    cap = max(200, len(history))  # the default cell_history, or all of a longer history
-    with kernels(base, ws, 2) as (checked, plain):
-        for source in history:  # before %load_ext: the session is seeded with them
-            checked.cell(source, errors=True)
-            plain.cell(source, errors=True)
-        t_load, _ = checked.cell(load_cell(data_dir, servers, cap))
-        warm = warm_up(checked)
-        on: list[float] = []
-        off: list[float] = []
-        ref: list[float] = []
-        shown = 0
+def kernel_cells(base: Path, ws: Path, data_dir: Path, servers: Sequence[str], longest: list[str],
+                 sizes: Sequence[int], n: int) -> dict[str, Any]:
+    """A checked kernel and a plain one per history size, all alive at once, the sizes and
+    arms alternated cell by cell (so the load of the moment falls on every size alike)."""
+    with kernels(base, ws, 2 * len(sizes)) as started:
+        pairs = {size: (started[2 * k], started[2 * k + 1]) for k, size in enumerate(sizes)}
+        out: dict[int, dict[str, Any]] = {}
+        for size, (checked, plain) in pairs.items():
+            cap = max(200, size)  # the default cell_history, or all of a longer history
+            for source in longest[:size]:  # before %load_ext: the session is seeded with them
+                checked.cell(source, errors=True)
+                plain.cell(source, errors=True)
+            t_load, _ = checked.cell(load_cell(data_dir, servers, cap))
+            out[size] = {"servers": list(servers), "history_cells": size, "cell_history": cap,
+                         "load_ext_ms": t_load, **warm_up(checked)}
+        samples = {size: ([], [], []) for size in sizes}  # on, off, no ipylsp
+        shown = dict.fromkeys(sizes, 0)
         for i in range(n):
-            arms: list[tuple[Kernel, bool | None, list[float], str]] = [
-                (checked, True, on, new_cell(2 * i, history)),
-                (checked, False, off, new_cell(2 * i + 1, history)),
-                (plain, None, ref, new_cell(2 * i, history)),
-            ]
-            shift = i % 3
-            for kernel, check, samples, source in arms[shift:] + arms[:shift]:
-                if check is not None:
-                    kernel.cell(f"%config IPyLSP.check_cells = {check}", silent=True)
-                elapsed, messages = kernel.cell(source)
-                samples.append(elapsed)
-                shown += bool(check) and bool(displays(messages))
-        _, messages = checked.cell(SESSION_SIZES, silent=True)
-        kept, lines = ("".join(m["content"].get("text", "") for m in messages
-                               if m["msg_type"] == "stream").split() or ["0", "0"])[:2]
-        return {
-            "servers": list(servers),
-            "history_cells": len(history),
-            "cell_history": cap,
-            "session_history_cells": int(kept),
-            "document_lines": int(lines),
-            "load_ext_ms": t_load,
-            **warm,
-            "check_on_median_ms": c.median(on),
-            "check_off_median_ms": c.median(off),
-            "no_ipylsp_median_ms": c.median(ref),
-            "added_median_ms": round((c.median(on) or 0) - (c.median(off) or 0), 3),
-            "ratio_on_off": c.ratio(c.median(on), c.median(off)),
-            "n": n,
-            "displays_in_checked_cells": shown,
-        }
+            for size in sizes[i % len(sizes):] + sizes[: i % len(sizes)]:
+                checked, plain = pairs[size]
+                history = longest[:size]
+                on, off, ref = samples[size]
+                arms: list[tuple[Kernel, bool | None, list[float], str]] = [
+                    (checked, True, on, new_cell(2 * i, history)),
+                    (checked, False, off, new_cell(2 * i + 1, history)),
+                    (plain, None, ref, new_cell(2 * i, history)),
+                ]
+                shift = i % 3
+                for kernel, check, arm, source in arms[shift:] + arms[:shift]:
+                    if check is not None:
+                        kernel.cell(f"%config IPyLSP.check_cells = {check}", silent=True)
+                    elapsed, messages = kernel.cell(source)
+                    arm.append(elapsed)
+                    shown[size] += bool(check) and bool(displays(messages))
+        for size, (checked, _) in pairs.items():
+            _, messages = checked.cell(SESSION_SIZES, silent=True)
+            kept, lines = ("".join(m["content"].get("text", "") for m in messages
+                                   if m["msg_type"] == "stream").split() or ["0", "0"])[:2]
+            on, off, ref = samples[size]
+            out[size].update({
+                "session_history_cells": int(kept),
+                "document_lines": int(lines),
+                "check_on_median_ms": c.median(on),
+                "check_off_median_ms": c.median(off),
+                "no_ipylsp_median_ms": c.median(ref),
+                "added_median_ms": round((c.median(on) or 0) - (c.median(off) or 0), 3),
+                "ratio_on_off": c.ratio(c.median(on), c.median(off)),
+                "n": n,
+                "displays_in_checked_cells": shown[size],
+            })
+        return {str(size): out[size] for size in sizes}
 
 
 SESSION_SIZES = (
@@ -889,10 +896,9 @@ def main() -> None:
             c.log(f"{name}: CellSession.run at {sizes} cells of history")
             result.setdefault("session", {})[name] = session_cells(
                 iso, servers, longest, namespace, args.n, sizes)
-            for size in sizes:
-                c.log(f"{name}: kernels, {size} cells of history, check on/off")
-                result.setdefault("kernel", {}).setdefault(name, {})[str(size)] = kernel_cells(
-                    iso.base, ws, iso.data_dir, servers, longest[:size], args.n)
+            c.log(f"{name}: kernels at {sizes} cells of history, check on/off, alternated")
+            result.setdefault("kernel", {})[name] = kernel_cells(
+                iso.base, ws, iso.data_dir, servers, longest, sizes, args.n)
             c.log(f"{name}: the servers alone, whole history against the window")
             result.setdefault("raw", {})[name] = raw_servers(
                 iso, servers, longest, namespace, sizes, args.raw_n)
