@@ -1,191 +1,246 @@
-"""The cell check on real notebooks: a cell that ran without NameError is never reported as
-using an undefined name.
+"""The cell check on real notebooks nobody here wrote says only what is true.
 
-Every code cell of this repository's notebooks (`notebooks/*.ipynb`) and of nbclient's test
-notebooks (its sdist's `tests/files/*.ipynb`, for the installed nbclient version, cached by
-`scripts/bootstrap` in the git-ignored `.cache/nbclient-notebooks/<version>/`; missing ones
-FAIL with the command to run) runs on a real ipykernel through nbclient (`allow_errors`), one
-kernel per notebook, in a fresh git worktree, between injected cells:
+Every notebook of `tests/notebook_sources.py` (nbclient's test notebooks, IPython's example
+notebooks, statsmodels' and python-control's, from their PyPI sdists, with what they import
+installed by `scripts/bootstrap`) and of this repository's `notebooks/` runs cell by cell in a
+real kernel with ipylsp loaded (`tests/notebook_sweep.py`: how, and on which servers), two
+kernels at a time. Then, one test per category:
 
-- first `%load_ext ipylsp`, the embedded default servers (ty + ruff), every severity shown,
-  no caps;
-- then a preflight check of a small file, which waits for the servers to start: the
-  notebook's own cells are checked on warm servers, never cut by the first cells' budget;
-- last, a cell that reads an undefined name: its NameError must be reported in that cell by
-  both ty and ruff (the check really ran on this notebook, and no earlier cell hid it).
+- every notebook runs to its end, and the check ran on it (its sentinel cell is reported); a
+  notebook that needs what we cannot have (the network, a package we do not install, a kernel
+  of its own to kill) is excluded by name with the reason (`EXCLUDED`), never silently;
+- no syntax ERROR on a cell IPython ran without a SyntaxError;
+- no undefined-name ERROR, and no unresolved-module or missing-member ERROR, on a cell that ran
+  without raising, except reports checked to be true (`TRUE`: code that did not run);
+- every diagnostic the run demoted (`ran_without_error`) is of a (server, code) the README's
+  table names (`ipylsp.analysis.cells.ran.DEMOTABLE`).
 
-Then, for every code cell whose outputs hold no NameError, no undefined-name diagnostic
-(`locate.UNDEFINED_NAME`) of any display's `application/vnd.ipylsp.diagnostics+json` is
-located in it. A problem in an earlier cell is reported under a later cell's display with
-the earlier cell's `cell` number: diagnostics are mapped to cells by execution count.
-
-Every diagnostic the sweep saw is printed at the end of the module (`pytest -s`).
+`IPYLSP_SWEEP=<part of a notebook id>` runs only the notebooks whose id contains it. Every
+diagnostic the sweep saw is printed at the end of the module (`pytest -s`);
+`benchmarks/bench_sweep.py` counts the same runs.
 """
 
 from __future__ import annotations
 
 import collections
-import importlib.metadata
-import importlib.util
-import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import nbformat
 import pytest
 
-from ipylsp.analysis.cells.attribution import UNDEFINED_NAME
-from tests.real_servers import require
-from tests.test_ipython_kernel import MIME, Kernel, kernel_dir_for, seed_workspace
-
-REPO = Path(__file__).resolve().parent.parent
-NBCLIENT_VERSION = importlib.metadata.version("nbclient")
-NBCLIENT_NOTEBOOKS = REPO / ".cache" / "nbclient-notebooks" / NBCLIENT_VERSION
-FETCH = "scripts/bootstrap --no-run"
-
-SETUP = (
-    "%load_ext ipylsp\n"
-    '%config IPyLSP.language_servers = {"python": ["ty", "ruff"]}\n'
-    '%config IPyLSP.severity = "all"\n'
-    "%config IPyLSP.max_per_file = 1000\n"
-    "%config IPyLSP.max_per_report = 1000\n"
-    "%config IPyLSP.max_report_chars = 0"
+from tests.notebook_sources import FETCH
+from tests.notebook_sweep import (
+    ENVIRONMENT,
+    Notebook,
+    NotebookRun,
+    RanCell,
+    Said,
+    Sweep,
+    count,
+    false_alarms,
+    notebooks,
 )
-WARM = "__import__('ipylsp').check('_ipylsp_warm.py', content='x = 1\\n');"
-SENTINEL = "ipylsp_sweep_sentinel_name"
+from tests.real_servers import require
 
-# nbclient's notebooks that are not run, and why (never silently: they are not collected, and
-# `test_nbclient_notebooks_are_there` keeps this list true). Widget notebooks do run:
-# ipywidgets is in the test extra.
-SKIPPED = {
-    "Autokill.ipynb": "kills its own kernel (os.kill(os.getpid(), SIGTERM))",
-    "Interrupt.ipynb": "loops forever until the kernel is interrupted",
-    "Parallel Execute A.ipynb": "waits for its twin notebook run in parallel, in a directory "
-    "nbclient's test framework passes in NBEXECUTE_TEST_PARALLEL_TMPDIR",
-    "Parallel Execute B.ipynb": "waits for its twin notebook run in parallel, in a directory "
-    "nbclient's test framework passes in NBEXECUTE_TEST_PARALLEL_TMPDIR",
+MINIMUM = 100
+"""Notebooks nobody here wrote that the sweep must run (when it runs them all)."""
+
+_NETWORK = "downloads its data (the network is not reachable from the tests)"
+_DATAREADER = "imports pandas_datareader, which downloads its data"
+
+
+def _slow(took: str) -> str:
+    return (f"runs {took} with ipylsp, measured on 2 busy cores: over the sweep's share of CI's "
+            "time (the whole suite runs on 2 cores)")
+
+
+_PYMC3 = "imports pymc3 (and theano), which do not install beside numpy 2"
+EXCLUDED = {
+    "nbclient-0.11.0/Autokill.ipynb": "kills its own kernel (os.kill(os.getpid(), SIGTERM))",
+    "nbclient-0.11.0/Interrupt.ipynb": "loops forever until the kernel is interrupted",
+    "nbclient-0.11.0/Parallel Execute A.ipynb": "waits for its twin notebook run in parallel, "
+    "in a directory nbclient's test framework passes in NBEXECUTE_TEST_PARALLEL_TMPDIR",
+    "nbclient-0.11.0/Parallel Execute B.ipynb": "waits for its twin notebook run in parallel, "
+    "in a directory nbclient's test framework passes in NBEXECUTE_TEST_PARALLEL_TMPDIR",
+    "ipython-8.39.0/Rich Output.ipynb": "embeds a video it downloads (the network is not "
+    "reachable from the tests)",
+    "ipython-8.39.0/Script Magics.ipynb": "reads a `%%script --bg` pipe in a loop that never "
+    "ends under nbclient (also without ipylsp: its cell times out)",
+    "ipython-8.39.0/Terminal Usage.ipynb": "imports PyQt4 (Qt 4 bindings for Python 2)",
+    "ipython-8.39.0/Third Party Rich Output.ipynb": "imports vincent and pandas.io.data, gone "
+    "from PyPI and pandas, and downloads its data",
+    "ipython-8.39.0/Working With External Code.ipynb": _NETWORK,
+    "statsmodels-0.14.6/autoregressions.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/autoregressive_distributed_lag.ipynb": _NETWORK,
+    "statsmodels-0.14.6/contrasts.ipynb": _NETWORK,
+    "statsmodels-0.14.6/formulas.ipynb": _NETWORK,
+    "statsmodels-0.14.6/generic_mle.ipynb": _NETWORK,
+    "statsmodels-0.14.6/interactions_anova.ipynb": _NETWORK,
+    "statsmodels-0.14.6/linear_regression_diagnostics_plots.ipynb": _NETWORK,
+    "statsmodels-0.14.6/markov_autoregression.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/markov_regression.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/mixed_lm_example.ipynb": _NETWORK,
+    "statsmodels-0.14.6/mstl_decomposition.ipynb": _NETWORK,
+    "statsmodels-0.14.6/ordinal_regression.ipynb": _NETWORK,
+    "statsmodels-0.14.6/recursive_ls.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/regression_diagnostics.ipynb": _NETWORK,
+    "statsmodels-0.14.6/regression_plots.ipynb": _NETWORK,
+    "statsmodels-0.14.6/robust_models_1.ipynb": _NETWORK,
+    "statsmodels-0.14.6/rolling_ls.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/statespace_chandrasekhar.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/statespace_custom_models.ipynb": _PYMC3,
+    "statsmodels-0.14.6/statespace_cycles.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/statespace_dfm_coincident.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/statespace_fixed_params.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/statespace_local_linear_trend.ipynb": _NETWORK,
+    "statsmodels-0.14.6/statespace_news.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/statespace_sarimax_internet.ipynb": _NETWORK,
+    "statsmodels-0.14.6/statespace_sarimax_pymc3.ipynb": _PYMC3,
+    "statsmodels-0.14.6/statespace_sarimax_stata.ipynb": _NETWORK,
+    "statsmodels-0.14.6/statespace_structural_harvey_jaeger.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/statespace_varmax.ipynb": _NETWORK,
+    "statsmodels-0.14.6/theta-model.ipynb": _DATAREADER,
+    "statsmodels-0.14.6/variance_components.ipynb": _slow("159 s (simulations)"),
+    "statsmodels-0.14.6/statespace_tvpvar_mcmc_cfa.ipynb": _slow("a cell past 120 s (MCMC)"),
+    "statsmodels-0.14.6/statespace_seasonal.ipynb": _slow("115 s (state space fits)"),
+    "statsmodels-0.14.6/gee_score_test_simulation.ipynb": _slow("86 s (simulations)"),
+    "statsmodels-0.14.6/mediation_survival.ipynb": _slow("33 s (simulations)"),
+    "statsmodels-0.14.6/stl_decomposition.ipynb": _slow("31 s"),
+    "control-0.10.2/cds112-L9_mhe-pvtol.ipynb": _slow("a cell past 120 s (moving horizon)"),
+    "control-0.10.2/mhe-pvtol.ipynb": _slow("a cell past 120 s (moving horizon)"),
+    "control-0.10.2/mpc_aircraft.ipynb": _slow("85 s (model predictive control)"),
+    "control-0.10.2/cds110-L6a_kincar-trajgen.ipynb": _slow("48 s (trajectory optimization)"),
+    "control-0.10.2/cds112-L3b_optimal.ipynb": _slow("45 s (optimal control)"),
+    "control-0.10.2/cds112-L5_rhc-doubleint.ipynb": _slow("43 s (receding horizon control)"),
+    "control-0.10.2/cds110-L6c_doubleint-rhc.ipynb": _slow("32 s (receding horizon control)"),
 }
+"""Notebooks not run, by id, and why (`test_the_notebooks_are_there` keeps the list true)."""
 
-# Notebooks where ipylsp is known to break the rule: a strict xfail (it fails once fixed).
-KNOWN: dict[str, str] = {}
+TRUE: dict[tuple[str, int, str, str], str] = {}
+"""(notebook id, code cell index, server, code) -> why a report of a kind the sweep holds
+against cells that ran clean is true there (the code it points at did not run)."""
 
-SEEN: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
-"""(severity, code, source, message) of every diagnostic the sweep saw, over all notebooks."""
-EXAMPLES: dict[tuple[str, str, str, str], list[str]] = collections.defaultdict(list)
-CHECKED: list[tuple[str, int]] = []
-"""(notebook, code cells checked) of every notebook run."""
-
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.real]
 
 
-def _ours() -> list[Path]:
-    return sorted((REPO / "notebooks").glob("*.ipynb"))
+def _only() -> str | None:
+    return os.environ.get("IPYLSP_SWEEP") or None
 
 
-def _nbclients() -> list[Path]:
-    return sorted(NBCLIENT_NOTEBOOKS.glob("*.ipynb"))
+CHOSEN, MISSING = notebooks(EXCLUDED, _only())
 
 
-def _params() -> list[Any]:
-    params = [pytest.param(p, id=f"notebooks/{p.name}") for p in _ours()]
-    for path in _nbclients():
-        if path.name in SKIPPED:
-            continue
-        marks = []
-        if path.name in KNOWN:
-            marks.append(pytest.mark.xfail(reason=KNOWN[path.name], strict=True))
-        params.append(pytest.param(path, id=f"nbclient/{path.name}", marks=marks))
-    return params
+def _true(notebook: str, cell: RanCell, said: Said) -> bool:
+    return (notebook, cell.index, said.server, said.code) in TRUE
 
 
-def test_nbclient_notebooks_are_there() -> None:
-    """Fails (never skips) when the cache is missing: the sweep would silently shrink."""
-    found = {p.name for p in _nbclients()}
-    assert found, (
-        f"nbclient {NBCLIENT_VERSION}'s test notebooks are missing from {NBCLIENT_NOTEBOOKS} "
-        f"(they come with nbclient's sdist, not its wheel): run {FETCH}"
-    )
-    named = {*SKIPPED, *KNOWN, "JupyterWidgets.ipynb", "Output.ipynb"}
-    assert named <= found, sorted(named - found)  # the lists are not stale
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sweep]:
+    require("ty")
+    require("ruff")
+    running = Sweep(CHOSEN, tmp_path_factory.mktemp("sweep"), workers=2)
+    try:
+        yield running
+    finally:
+        running.close()
+    _summary(list(running.results()))
 
 
-def _reports(cell: dict[str, Any]) -> list[dict[str, Any]]:
-    return [o["data"][MIME] for o in cell.get("outputs", [])
-            if o["output_type"] in ("display_data", "update_display_data")
-            and MIME in o.get("data", {})]
-
-
-def _name_error(cell: dict[str, Any]) -> bool:
-    return any(o["output_type"] == "error" and o.get("ename") == "NameError"
-               for o in cell.get("outputs", []))
-
-
-def _diagnostics_by_count(cells: list[Any]) -> dict[int, list[dict[str, Any]]]:
-    """Every diagnostic of every report, by the execution count of the cell it is located in
-    (the newest cell's and earlier cells' alike)."""
-    found: dict[int, list[dict[str, Any]]] = collections.defaultdict(list)
-    for cell in cells:
-        for report in _reports(cell):
-            for entry in report["files"]:
-                if entry.get("cell") is None:
-                    continue
-                found[entry["cell"]].extend(entry["diagnostics"])
-    return found
-
-
-@pytest.fixture(scope="module", autouse=True)
-def summary() -> Any:
-    yield
-    lines = [f"cells sweep: {len(CHECKED)} notebooks, {sum(n for _, n in CHECKED)} code cells "
-             f"checked; {len(SKIPPED)} notebooks not run (reasons in SKIPPED)"]
-    lines.append(f"diagnostics seen ({sum(SEEN.values())}, the sentinel's included):")
-    for key, n in SEEN.most_common():
-        severity, code, source, message = key
-        lines.append(f"  {n:3d}x {severity} [{code}] ({source}) {message}")
-        lines.extend(f"         at {where}" for where in EXAMPLES[key][:3])
+def _summary(runs: list[NotebookRun]) -> None:
+    counts = count(runs, _true)
+    seen: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
+    where: dict[tuple[str, str, str, str], list[str]] = collections.defaultdict(list)
+    for run in runs:
+        for cell in run.cells:
+            for said in cell.said:
+                key = (said.severity + (" (demoted)" if said.demoted else ""), said.code,
+                       said.server, said.message)
+                seen[key] += 1
+                state = "raised" if cell.error else "clean"
+                where[key].append(f"{run.notebook.id} [{cell.index}] {state} {said.line}:"
+                                  f"{said.column}: {cell.line(said)[:70]!r}")
+    lines = [f"cells sweep: {counts}", f"diagnostics seen ({sum(seen.values())}):"]
+    for key, n in seen.most_common():
+        lines.append(f"  {n:3d}x {key[0]} [{key[1]}] ({key[2]}) {key[3]}")
+        lines.extend(f"         at {w}" for w in where[key][:3])
     print("\n" + "\n".join(lines))
 
 
-@pytest.mark.real
-@pytest.mark.parametrize("path", _params())
-def test_no_undefined_name_in_a_cell_that_ran_without_name_error(
-    path: Path, tmp_path: Path
-) -> None:
-    require("ty")
-    require("ruff")
-    nb = nbformat.read(path, as_version=4)
-    ws = seed_workspace(tmp_path)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    with Kernel(kernel_dir_for(tmp_path), ws, timeout=30) as k:
-        cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(WARM), *code,
-                 nbformat.v4.new_code_cell(SENTINEL)]
-        k.nb.cells = cells
-        for index, cell in enumerate(cells):
-            k.client.execute_cell(cell, index)
-    setup, warm, *ran, sentinel = cells
-    assert not any(o["output_type"] == "error" for o in (*setup.outputs, *warm.outputs)), (
-        setup.outputs, warm.outputs)
-    by_count = _diagnostics_by_count(cells)
-    source_of = {c.execution_count: c.source for c in cells if c.execution_count is not None}
-    for count, found in by_count.items():
-        for d in found:
-            key = (d["severity"], str(d["code"]), str(d["source"]), d["message"].split("\n")[0])
-            SEEN[key] += 1
-            line = source_of[count].split("\n")[d["line"] - 1] if count in source_of else "?"
-            EXAMPLES[key].append(f"{path.name} cell [{count}] {d['line']}:{d['column']}: "
-                                 f"{line.strip()[:70]!r}")
+def test_the_notebooks_are_there() -> None:
+    """Fails (never skips) when a source is missing: the sweep would silently shrink."""
+    assert not MISSING, f"no notebooks of {MISSING} in .cache/notebooks: run {FETCH}"
+    if _only() is None:
+        theirs = [n for n in CHOSEN if n.source != "notebooks"]
+        assert len(theirs) >= MINIMUM, (len(theirs), MINIMUM)
+        every = {n.id for n in notebooks()[0]}
+        assert set(EXCLUDED) <= every, sorted(set(EXCLUDED) - every)  # the list is not stale
+        assert {notebook for notebook, *_ in TRUE} <= every
 
-    # the check ran on this notebook: the sentinel's NameError is reported in its cell
-    assert _name_error(sentinel), sentinel.outputs
-    codes = {d["code"] for d in by_count.get(sentinel.execution_count, [])}
-    assert {"unresolved-reference", "F821"} <= codes, (sentinel.execution_count, dict(by_count))
 
-    checked = [c for c in ran if c.execution_count is not None and not _name_error(c)]
-    CHECKED.append((f"{path.parent.name}/{path.name}", len(checked)))
-    wrong = {
-        c.execution_count: (c.source, [d for d in by_count.get(c.execution_count, [])
-                                       if d["code"] in UNDEFINED_NAME])
-        for c in checked
-    }
-    wrong = {n: found for n, found in wrong.items() if found[1]}
-    assert not wrong, json.dumps(wrong, indent=1)
+def _ran(run: NotebookRun) -> str:
+    return f"{run.notebook.id} ({run.seconds:.0f} s)"
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("notebook", CHOSEN, ids=lambda n: n.id)
+def test_the_notebook_runs_and_is_checked(notebook: Notebook, sweep: Sweep) -> None:
+    run = sweep.result(notebook)
+    assert run.failure is None, f"{_ran(run)} could not run: {run.failure}"
+    environment = [(cell.index, cell.error) for cell in run.cells
+                   if cell.error is not None and cell.error[0] in ENVIRONMENT]
+    assert not environment, (
+        f"{_ran(run)} needs what the sweep does not have: {environment}; install it "
+        "(tests/notebook_sources.py REQUIREMENTS) or exclude the notebook in EXCLUDED, with why")
+    assert not run.sentinel_missing(), (
+        f"{_ran(run)}: the sentinel cell lacks {run.sentinel_missing()} (codes "
+        f"{sorted(run.sentinel)}): the check did not run, or an earlier cell hid it")
+
+
+def _offenders(sweep: Sweep, kind: str) -> list[str]:
+    found = []
+    for run in sweep.results():
+        for cell, said in false_alarms(run, _true):
+            if said.kind == kind:
+                found.append(f"{run.notebook.id} code cell {cell.index} (In [{cell.count}]): "
+                             f"{said}  <- {cell.line(said)[:80]!r}")
+    return found
+
+
+@pytest.mark.timeout(1800)
+def test_no_syntax_error_on_a_cell_ipython_ran(sweep: Sweep) -> None:
+    wrong: list[str] = []
+    for run in sweep.results():
+        for cell in run.cells:
+            if cell.count is None or (cell.error is not None and cell.error[0] in (
+                    "SyntaxError", "IndentationError", "TabError")):
+                continue
+            wrong.extend(f"{run.notebook.id} code cell {cell.index} (In [{cell.count}]): {s}  "
+                         f"<- {cell.line(s)[:80]!r}" for s in cell.said
+                         if s.kind == "syntax" and s.severity == "error")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.timeout(1800)
+def test_no_undefined_name_on_a_cell_that_ran_clean(sweep: Sweep) -> None:
+    wrong = _offenders(sweep, "undefined")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.timeout(1800)
+def test_no_unresolved_module_or_missing_member_on_a_cell_that_ran_clean(sweep: Sweep) -> None:
+    wrong = _offenders(sweep, "module")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.timeout(1800)
+def test_every_demoted_diagnostic_is_of_a_code_the_readme_names(sweep: Sweep) -> None:
+    from ipylsp.analysis.cells.ran import DEMOTABLE
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    demoted: collections.Counter[tuple[str, str]] = collections.Counter(
+        (said.server, said.code) for run in sweep.results() for cell in run.cells
+        for said in cell.said if said.demoted)
+    unnamed = {key: n for key, n in demoted.items()
+               if key not in DEMOTABLE or f"| {key[0]} | `{key[1]}` |" not in readme}
+    assert not unnamed, unnamed
