@@ -18,6 +18,7 @@ from ipylsp.analysis.cells.document import CellHistory, make_cell
 from ipylsp.analysis.cells.marks import CellMarks
 from ipylsp.analysis.cells.ran import DEMOTABLE, Evidence, Ran, disproved, readme_table
 from ipylsp.analysis.report import FormatOptions, format_text, to_json
+from ipylsp.ipython import audit
 from ipylsp.ipython.monitor import MONITORING, CellMonitor
 from ipylsp.model.diagnostics import Diagnostic, FileReport, Range, Report, Severity
 
@@ -55,6 +56,7 @@ def run() -> Iterator[Callable[[str], Ran | None]]:
 
     try:
         run_cell(FRAME)
+        assert audit._active == ()  # the monitor's audit listener went with its cell
         yield run_cell
     finally:
         shell.events.unregister("pre_run_cell", pre)

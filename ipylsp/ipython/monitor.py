@@ -58,6 +58,9 @@ class CellMonitor:
         self._raised: dict[int, list[int]] = {}
         self._watching = False
         self._began = False
+        self._listener = self._on_audit
+        """The one bound method added to and removed from the audit hook's listeners (removal
+        is by identity: a new `self._on_audit` each time would never be removed)."""
         self._recorded = False
         """This cell's run was watched (else only what IPython's result says is known)."""
 
@@ -72,7 +75,7 @@ class CellMonitor:
             if not MONITORING or names is None or self._claim() is None:
                 return
             _monitoring.set_events(self._tool_id, _monitoring.events.RAISE)
-            audit.add_listener(self._on_audit)
+            audit.add_listener(self._listener)
             self._watching = self._recorded = True
         except Exception:  # never break the user's cell
             log.exception("ipylsp: could not watch what the cell runs")
@@ -129,7 +132,7 @@ class CellMonitor:
         if not self._watching:
             return
         self._watching = False
-        audit.remove_listener(self._on_audit)
+        audit.remove_listener(self._listener)
         tool = self._tool_id
         _monitoring.set_events(tool, 0)
         for code in self._codes.values():
