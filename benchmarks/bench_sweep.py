@@ -2,6 +2,7 @@
 """The cells sweep's numbers, in one run. Prints JSON.
 
     .venv/bin/python benchmarks/bench_sweep.py [--workers 2] [--only statsmodels]
+        [--servers ty,ruff]
 
 Runs the notebooks `tests/test_cells_sweep.py` runs (every notebook of
 `tests/notebook_sources.py` and this repository's, less its `EXCLUDED`), the same way
@@ -26,7 +27,7 @@ from pathlib import Path
 from _common import REPO, emit, log, machine
 
 from tests.notebook_sources import FETCH
-from tests.notebook_sweep import Sweep, count, notebooks
+from tests.notebook_sweep import SERVERS, Sweep, count, notebooks
 from tests.test_cells_sweep import EXCLUDED, TRUE, _true
 
 
@@ -34,14 +35,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", default=None, help="notebooks whose id contains this")
+    parser.add_argument("--servers", default=",".join(SERVERS), help="the Python servers")
     args = parser.parse_args()
     chosen, missing = notebooks(EXCLUDED, args.only)
     if missing:
         raise SystemExit(f"no notebooks of {missing}: run {FETCH}")
     log(f"{len(chosen)} notebooks, {args.workers} at a time")
+    host = machine()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="sweep-") as tmp:
-        sweep = Sweep(chosen, Path(tmp), workers=args.workers)
+        sweep = Sweep(chosen, Path(tmp), workers=args.workers, servers=args.servers.split(","))
         runs = []
         for run in sweep.results():
             log(f"{run.notebook.id}: {run.seconds:.1f} s"
@@ -51,10 +54,13 @@ def main() -> None:
     counts = count(runs, _true)
     emit("bench_sweep", {
         "benchmark": "bench_sweep",
-        "machine": machine(),
+        "machine": host,
         "notebooks_excluded": len(EXCLUDED),
         "reports_listed_true": len(TRUE),
+        "servers": sweep.servers,
         "could_not_run": [r.notebook.id for r in runs if r.failure],
+        "sentinel_missing": {r.notebook.id: r.sentinel_missing(sweep.servers) for r in runs
+                             if r.sentinel_missing(sweep.servers)},
         "workers": args.workers,
         "wall_s": round(time.monotonic() - started, 1),
         "kernel_s": counts.seconds,

@@ -4,11 +4,12 @@ loaded, and what its reports said about each cell. `tests/test_cells_sweep.py` a
 
 Each notebook runs in a kernel of its own (ipykernel through nbclient, `allow_errors`), in a
 fresh git worktree holding a copy of the notebook's directory (its data files and local
-modules), between cells of ours: `%load_ext ipylsp` with ty + ruff and every severity shown,
-uncapped; a preflight check that waits for the servers to start (the notebook's cells are
-checked on warm servers, never cut by a first cell's budget); the notebook's code cells; last,
-a cell that reads an undefined name, which both servers must report in that cell (the check
-ran on this notebook, and nothing hid it). Matplotlib draws with Agg: no images are rendered.
+modules), between cells of ours: `%load_ext ipylsp` with ty + ruff (`SERVERS`) and every
+severity shown, uncapped; a preflight check that waits for the servers to start (the notebook's
+cells are checked on warm servers, never cut by a first cell's budget); the notebook's code
+cells; last, a cell that reads an undefined name, which every server must report in that cell,
+so the check ran on this notebook and nothing hid it (ruff excepted after a star import: its
+defaults then leave undefined names alone). Matplotlib draws with Agg: no images are rendered.
 
 What each display's `application/vnd.ipylsp.diagnostics+json` says is located by cell: a
 problem of an earlier cell shown under a later cell carries the earlier cell's execution count.
@@ -21,7 +22,6 @@ import collections
 import re
 import shutil
 import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,14 +37,25 @@ from ipylsp.analysis.cells.imports import IMPORT_CODES, MODULE_MEMBER_CODES, MOD
 from tests.notebook_sources import REPO, SOURCES
 from tests.test_ipython_kernel import MIME, Kernel, kernel_dir_for, seed_workspace
 
-SETUP = (
-    "%load_ext ipylsp\n"
-    '%config IPyLSP.language_servers = {"python": ["ty", "ruff"]}\n'
-    '%config IPyLSP.severity = "all"\n'
-    "%config IPyLSP.max_per_file = 1000\n"
-    "%config IPyLSP.max_per_report = 1000\n"
-    "%config IPyLSP.max_report_chars = 0"
-)
+SERVERS = ("ty", "ruff")
+"""The servers the sweep checks with (the embedded default); `benchmarks/bench_sweep.py
+--servers` measures others."""
+UNDEFINED = {
+    "ty": "unresolved-reference", "ruff": "F821", "basedpyright": "reportUndefinedVariable",
+    "pyright": "reportUndefinedVariable", "pyrefly": "unknown-name",
+}
+"""Each server's code for the sentinel's undefined name."""
+
+
+def setup(servers: Sequence[str]) -> str:
+    return (
+        "%load_ext ipylsp\n"
+        f'%config IPyLSP.language_servers = {{"python": {list(servers)!r}}}\n'
+        '%config IPyLSP.severity = "all"\n'
+        "%config IPyLSP.max_per_file = 1000\n"
+        "%config IPyLSP.max_per_report = 1000\n"
+        "%config IPyLSP.max_report_chars = 0"
+    )
 WARM = "__import__('ipylsp').check('_ipylsp_warm.py', content='x = 1\\n');"
 SENTINEL = "ipylsp_sweep_sentinel_name"
 CELL_TIMEOUT = 120
@@ -155,14 +166,13 @@ class NotebookRun:
     sentinel_servers: frozenset[str] = frozenset()
     """The servers that answered the sentinel cell's check."""
 
-    def sentinel_missing(self) -> list[str]:
-        """What the sentinel cell lacks: ty's report of its undefined name, both servers'
-        answers, and ruff's report, unless a cell star-imports (ruff then leaves every
-        undefined name alone by default)."""
-        wanted = {"unresolved-reference"}
-        if not any(_STAR.search(cell.source) for cell in self.cells):
-            wanted.add("F821")
-        return sorted((wanted - self.sentinel) | ({"ty", "ruff"} - self.sentinel_servers))
+    def sentinel_missing(self, servers: Sequence[str] = SERVERS) -> list[str]:
+        """What the sentinel cell lacks: every server's answer and its report of the undefined
+        name, but ruff's when a cell star-imports (ruff then leaves every undefined name alone
+        by default)."""
+        star = any(_STAR.search(cell.source) for cell in self.cells)
+        wanted = {UNDEFINED[s] for s in servers if s in UNDEFINED and not (star and s == "ruff")}
+        return sorted((wanted - self.sentinel) | (set(servers) - self.sentinel_servers))
     seconds: float = 0.0
 
 
@@ -248,26 +258,36 @@ def _evaluated(node: ast.AST, spans: list[tuple[int, int, int, int]]) -> None:
 _TRY = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
 
 
-def run(notebook: Notebook, tmp: Path) -> NotebookRun:
+def run(notebook: Notebook, tmp: Path, servers: Sequence[str] = SERVERS) -> NotebookRun:
     """`notebook` run in a kernel of its own, in a workspace under `tmp`."""
     started = time.monotonic()
     result = NotebookRun(notebook)
-    try:
-        _run(notebook, tmp, result)
-    except Exception as exc:  # a dead kernel, a timeout, nbclient's own errors
-        result.failure = f"{type(exc).__name__}: {exc}".strip()[:2000] or traceback.format_exc()
+    for attempt in range(2):
+        try:
+            _run(notebook, tmp / f"try{attempt}", result, servers)
+            result.failure = None
+        except Exception as exc:  # a dead kernel, a timeout, nbclient's own errors
+            result.failure = f"{type(exc).__name__}: {exc}".strip()[:2000]
+            if isinstance(exc, RuntimeError) and str(exc).startswith(_NOT_STARTED):
+                continue  # before any cell: the kernel's start, not the notebook
+        break
     result.seconds = time.monotonic() - started
     return result
 
 
-def _run(notebook: Notebook, tmp: Path, result: NotebookRun) -> None:
+_NOT_STARTED = ("Kernel died before replying to kernel_info", "Kernel didn't respond")
+"""How a kernel that never started fails (jupyter_client): on a busy machine a TCP port it was
+given can be taken by another process's kernel first. It is started once more."""
+
+
+def _run(notebook: Notebook, tmp: Path, result: NotebookRun, servers: Sequence[str]) -> None:
     nb = nbformat.read(notebook.path, as_version=4)
     tmp.mkdir(parents=True, exist_ok=True)
     ws = seed_workspace(tmp)
     shutil.copytree(notebook.path.parent, ws, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(".git"))
     code = [c for c in nb.cells if c.cell_type == "code"]
-    ours = [nbformat.v4.new_code_cell(text) for text in (SETUP, WARM)]
+    ours = [nbformat.v4.new_code_cell(text) for text in (setup(servers), WARM)]
     sentinel = nbformat.v4.new_code_cell(SENTINEL)
     cells = [*ours, *code, sentinel]
     kernel = Kernel(kernel_dir_for(tmp), ws, timeout=CELL_TIMEOUT)
@@ -328,10 +348,15 @@ class Sweep:
     """The notebooks run `workers` at a time, in the background, in their order; `result`
     waits for one."""
 
-    def __init__(self, chosen: Sequence[Notebook], tmp: Path, workers: int = 2) -> None:
+    def __init__(
+        self, chosen: Sequence[Notebook], tmp: Path, workers: int = 2,
+        servers: Sequence[str] = SERVERS,
+    ) -> None:
+        self.servers = tuple(servers)
         self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="sweep")
         self._futures: dict[str, Future[NotebookRun]] = {
-            n.id: self._pool.submit(run, n, tmp / f"nb{i}") for i, n in enumerate(chosen)
+            n.id: self._pool.submit(run, n, tmp / f"nb{i}", self.servers)
+            for i, n in enumerate(chosen)
         }
 
     def result(self, notebook: Notebook) -> NotebookRun:
