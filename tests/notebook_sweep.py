@@ -54,9 +54,13 @@ def setup(servers: Sequence[str]) -> str:
         '%config IPyLSP.severity = "all"\n'
         "%config IPyLSP.max_per_file = 1000\n"
         "%config IPyLSP.max_per_report = 1000\n"
-        "%config IPyLSP.max_report_chars = 0"
+        "%config IPyLSP.max_report_chars = 0\n"
+        "%config IPyLSP.wait_budget = 30"  # a busy machine: a check cut short proves nothing
     )
-WARM = "__import__('ipylsp').check('_ipylsp_warm.py', content='x = 1\\n');"
+WARM = ("__import__('ipylsp').get_service().start('_ipylsp_warm.py', timeout=120)\n"
+        "__import__('ipylsp').check('_ipylsp_warm.py', content='x = 1\\n');")
+"""Started, then a first answer: basedpyright's first check of an environment with pandas and
+statsmodels takes seconds, and a cell checked while its server starts is cut short."""
 SENTINEL = "ipylsp_sweep_sentinel_name"
 CELL_TIMEOUT = 120
 """Seconds one cell may run (nbclient's timeout): a notebook past it could not run."""
@@ -289,7 +293,8 @@ def _run(notebook: Notebook, tmp: Path, result: NotebookRun, servers: Sequence[s
     code = [c for c in nb.cells if c.cell_type == "code"]
     ours = [nbformat.v4.new_code_cell(text) for text in (setup(servers), WARM)]
     sentinel = nbformat.v4.new_code_cell(SENTINEL)
-    cells = [*ours, *code, sentinel]
+    # a last cell: where a server that answered the sentinel's check late reports it
+    cells = [*ours, *code, sentinel, nbformat.v4.new_code_cell("pass")]
     kernel = Kernel(kernel_dir_for(tmp), ws, timeout=CELL_TIMEOUT)
     kernel.env["MPLBACKEND"] = "agg"
     with kernel as k:
