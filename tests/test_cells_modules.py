@@ -66,23 +66,23 @@ import l.m, n
 def test_the_import_at_a_place_and_whether_the_cell_guards_it() -> None:
     at = imports.import_at
     assert at(GUARDED, 1, 9) == imports.ImportAt("StringIO", None, True)  # the module
-    assert at(GUARDED, 1, 25) == imports.ImportAt("StringIO", "StringIO", True)  # the name
-    assert at(GUARDED, 3, 9) == imports.ImportAt("io", None, False)  # in the handler
-    assert at(GUARDED, 5, 11) == imports.ImportAt("cPickle", None, True)  # Exception, tuple
-    assert at(GUARDED, 9, 11) == imports.ImportAt("a", None, False)  # ValueError: not taken
-    assert at(GUARDED, 11, 11) == imports.ImportAt("b", None, False)
-    assert at(GUARDED, 13, 11) == imports.ImportAt("c", None, True)  # contextlib.suppress
-    assert at(GUARDED, 16, 15) == imports.ImportAt("d", None, False)  # runs when called
-    assert at(GUARDED, 20, 11) == imports.ImportAt("e", None, False)  # try/finally
-    assert at(GUARDED, 22, 11) == imports.ImportAt("f", None, False)
+    assert at(GUARDED, 1, 25) == imports.ImportAt("StringIO", "StringIO", True, "StringIO")
+    assert at(GUARDED, 3, 9) == imports.ImportAt("io", None, False)  # the handler's: unguarded
+    assert at(GUARDED, 5, 11) == imports.ImportAt("cPickle", None, True, "pickle")  # Exception
+    assert at(GUARDED, 9, 11) == imports.ImportAt("a", None, False, "a")  # ValueError: not
+    assert at(GUARDED, 11, 11) == imports.ImportAt("b", None, False, "b")
+    assert at(GUARDED, 13, 11) == imports.ImportAt("c", None, True, "c")  # contextlib.suppress
+    assert at(GUARDED, 16, 15) == imports.ImportAt("d", None, False, "d")  # runs when called
+    assert at(GUARDED, 20, 11) == imports.ImportAt("e", None, False, "e")  # try/finally
+    assert at(GUARDED, 22, 11) == imports.ImportAt("f", None, False, "f")
     assert at(GUARDED, 23, 5) == imports.ImportAt("g.h", None, False)
-    assert at(GUARDED, 24, 4) == imports.ImportAt("g.h", "i", False)  # `i as j`, a line down
-    assert at(GUARDED, 25, 4) == imports.ImportAt("g.h", "k", False)
-    assert at(GUARDED, 27, 7) == imports.ImportAt("l.m", None, False)
-    assert at(GUARDED, 27, 12) == imports.ImportAt("n", None, False)
+    assert at(GUARDED, 24, 4) == imports.ImportAt("g.h", "i", False, "j")  # a line down
+    assert at(GUARDED, 25, 4) == imports.ImportAt("g.h", "k", False, "k")
+    assert at(GUARDED, 27, 7) == imports.ImportAt("l.m", None, False, "l")
+    assert at(GUARDED, 27, 12) == imports.ImportAt("n", None, False, "n")
     assert at(GUARDED, 14, 0) is None  # not an import
-    assert at("from . import x", 0, 14) == imports.ImportAt(None, "x", False)
-    assert at("é = 1; import os", 0, 14) == imports.ImportAt("os", None, False)  # code points
+    assert at("from . import x", 0, 14) == imports.ImportAt(None, "x", False, "x")
+    assert at("é = 1; import os", 0, 14) == imports.ImportAt("os", None, False, "os")
     assert at("def (", 0, 0) is None
 
 
@@ -211,6 +211,17 @@ def test_what_the_kernel_holds_disproves_and_nothing_else() -> None:
 
     assert kept(MESSAGES) == []
     assert kept(STILL) == [(line, server, code) for line, _, _, server, code, _ in STILL]
+
+    # a member the module neither keeps nor lists, made by the import that bound its name
+    lazy = CellHistory().with_cell(make_cell("b", 2, "from lazy_pkg import Made as M")).document()
+    made = [Diagnostic(Range(Position(lazy.starts[0], 23), Position(lazy.starts[0], 27)),
+                       Severity.ERROR, "Module `lazy_pkg` has no member `Made`", "ty",
+                       "missing-module-member", "ty")]
+    bound = Kernel(names=frozenset({"M"}), holds={"lazy_pkg"}.__contains__)
+    assert by_cell(made, lazy, bound, newest=None) == {}
+    unbound = Kernel(holds={"lazy_pkg"}.__contains__)  # the import failed: nothing bound
+    assert [d.code for _, ds in by_cell(made, lazy, unbound, newest=None).values()
+            for d in ds] == ["missing-module-member"]
 
 
 # -- in real kernels -------------------------------------------------------------------------------

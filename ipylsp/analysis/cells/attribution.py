@@ -89,7 +89,7 @@ def _quiet(
         name = _NAME.match(text)
         return (name is None or name.group(0).split(".")[0] in kernel.names
                 or cell.guards(line))
-    if imports.disproved(d, text, cell.neutral.text, line, kernel.has):
+    if imports.disproved(d, text, cell.neutral.text, line, kernel):
         return True
     if code in UNUSED_IMPORT:
         return cell.key == newest

@@ -4,7 +4,8 @@ wrong, and which imports a cell guards itself.
 A report that a module cannot be resolved, or that a module has no such member, is wrong when
 the kernel holds that module or member, however it got there (a `sys.meta_path` finder that
 imports notebooks, a module made in code and put in `sys.modules`, a member a module's
-`__getattr__` makes on first use): servers read files, the kernel ran the import. An import
+`__getattr__` makes on first use), or when the import bound its name in the kernel: servers
+read files, the kernel ran the import. (ruff resolves no imports: it has no such code.) An import
 inside a `try` whose handler catches its `ImportError` (or `ModuleNotFoundError`,
 `Exception`, `BaseException`, a bare `except:`), or under `contextlib.suppress` of one, is
 the cell's own business: its fallback is the cell's choice, right or wrong.
@@ -27,6 +28,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol
 
 from ipylsp.model.diagnostics import Diagnostic
 
@@ -74,14 +76,27 @@ def holds_nothing(_dotted: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class ImportAt:
     """The import statement at a place: its module (`import a.b`: `a.b`; `from m import x`:
-    `m`; None for a relative import) and the name the place is on (`from m import x`: `x`)."""
+    `m`; None for a relative import), the name the place is on (`from m import x as y`: `x`)
+    and the name that binds (`y`)."""
 
     module: str | None
     member: str | None
     guarded: bool
+    bound: str | None = None
 
 
-def disproved(d: Diagnostic, text: str, cell_text: str, line: int, holds: Holds) -> bool:
+class Kernel(Protocol):
+    """What the judgement asks of the kernel (`attribution.Kernel`)."""
+
+    @property
+    def names(self) -> frozenset[str]: ...
+
+    def has(self, dotted: str) -> bool:
+        """A module imported, or a module's member the kernel holds (`Holds`)."""
+        ...
+
+
+def disproved(d: Diagnostic, text: str, cell_text: str, line: int, kernel: Kernel) -> bool:
     """True when the kernel proves `d` (in a cell whose text is `cell_text`, at its `line`)
     wrong about a module or a module's member, or the cell guards the import it is about.
     `text`: the document text `d` points at."""
@@ -89,18 +104,21 @@ def disproved(d: Diagnostic, text: str, cell_text: str, line: int, holds: Holds)
     if code in IMPORT_CODES:
         at = import_at(cell_text, line, d.range.start.column)
         if at is not None:
-            return at.guarded or _held(at, holds)
+            return at.guarded or _held(at, kernel)
     if code in MODULE_MEMBER_CODES:
-        return _member_held(d.message, text, holds)
+        return _member_held(d.message, text, kernel.has)
     return False
 
 
-def _held(at: ImportAt, holds: Holds) -> bool:
+def _held(at: ImportAt, kernel: Kernel) -> bool:
+    """The module is the kernel's, and the member too: its module holds it, or the import
+    bound its name in the kernel (it ran: a lazy module's member made and not kept)."""
     if at.module is None:
         return False
-    if at.member is not None:
-        return holds(f"{at.module}.{at.member}")
-    return holds(at.module)
+    if at.member is None:
+        return kernel.has(at.module)
+    return kernel.has(f"{at.module}.{at.member}") or (
+        at.bound in kernel.names and kernel.has(at.module))
 
 
 def _member_held(message: str, text: str, holds: Holds) -> bool:
@@ -129,10 +147,11 @@ def import_at(cell_text: str, line: int, column: int) -> ImportAt | None:
         name = next((a for a in node.names if _within(a, line, offset)), None)
         if isinstance(node, ast.Import):
             alias = name if name is not None else node.names[0]
-            return ImportAt(alias.name, None, guarded)
+            return ImportAt(alias.name, None, guarded, alias.asname or alias.name.split(".")[0])
         module = node.module if node.level == 0 else None
-        member = name.name if name is not None and name.name != "*" else None
-        return ImportAt(module, member, guarded)
+        if name is None or name.name == "*":
+            return ImportAt(module, None, guarded)
+        return ImportAt(module, name.name, guarded, name.asname or name.name)
     return None
 
 
