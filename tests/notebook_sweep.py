@@ -22,6 +22,7 @@ import collections
 import re
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -197,7 +198,9 @@ def _certain(source: str) -> frozenset[tuple[int, int]]:
 
     try:
         text = TransformerManager().transform_cell(source)
-        tree = ast.parse(text)
+        with warnings.catch_warnings():  # `'\d'` in a notebook's string: not ours to say
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return frozenset()
     lines = text.split("\n")
