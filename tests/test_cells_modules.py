@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,8 @@ from ipylsp.analysis.cells import imports
 from ipylsp.analysis.cells.attribution import Kernel, by_cell
 from ipylsp.analysis.cells.document import CellHistory, make_cell
 from ipylsp.ipython.namespace import holds
-from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
+from ipylsp.model.diagnostics import Diagnostic, Position, Range, Report, Severity
+from ipylsp.service.cells import CellSession
 from tests.real_servers import require
 from tests.test_ipython_kernel import MIME, Cell, kernel_dir_for, seed_workspace
 from tests.test_ipython_kernel import Kernel as RealKernel
@@ -323,3 +325,24 @@ def test_the_kernels_modules_are_real_and_true_reports_stay(checker: str, tmp_pa
     source = {"basedpyright": "basedpyright", "pyright": "Pyright", "ty": "ty"}[checker]
     assert {code: _errors(c) for code, c in reported.items()} == {
         code: [(source, by_server[checker])] for code, by_server in REPORTED.items()}
+
+
+# -- a cell's own warnings are the kernel's to show ----------------------------------------------
+
+
+class _Answers:
+    """A service that checks nothing (`CellSession` needs only `check_files`)."""
+
+    def check_files(self, files: object, **options: object) -> Report:
+        return Report()
+
+
+def test_a_cells_syntax_warning_is_not_raised_again_by_its_check(tmp_path: Path) -> None:
+    """`'\\d'` in a string warns when the kernel compiles the cell (a SyntaxWarning on 3.12+,
+    a DeprecationWarning before); the check parses the cell again and again, silently."""
+    session = CellSession(_Answers(), path=tmp_path / "cells.py")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        session.run("import re\npattern = re.compile('\\d+')\n", count=1)
+        session.preflight("other = '\\w'")
+    assert [str(w.message) for w in caught] == []

@@ -25,7 +25,8 @@ import os
 import shutil
 import socket
 import threading
-from collections.abc import Callable, Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -122,7 +123,7 @@ class CellSession:
     def seed(self, cells: list[tuple[int, str]]) -> None:
         """Cells that ran before the session existed (`%load_ext` after some work): kept as
         history, never reported."""
-        with self._lock:
+        with self._lock, _quietly():
             history = self.history
             for count, source in cells:
                 history = history.with_cell(make_cell(_key(None, source), count, source,
@@ -146,7 +147,7 @@ class CellSession:
         budget. It stays in the history (unless it does not parse). `cold`: what to wait
         while the cells' servers start (`Service.check_files`). `evaluated`: what the run
         evaluated; the errors it disproved are warnings (`analysis.cells.ran`)."""
-        with self._lock:
+        with self._lock, _quietly():
             cell = make_cell(_key(cell_id, source), count, source, self.read)
             after = self.history.with_cell(cell)
             before = (self.evidence, self.history.cells)
@@ -163,7 +164,7 @@ class CellSession:
         """What `code` would introduce if it ran now: as the cell `cell_id` (in its place,
         replacing what that cell last ran), else as a new cell. Nothing changes: the
         history, the last document and the servers' known baseline stay as they were."""
-        with self._lock:
+        with self._lock, _quietly():
             cell = make_cell(_key(cell_id, code), None, code, self.read)
             after = self.history.with_cell(cell)
             return self._check(after, cell, timeout, None, ran=False)
@@ -358,3 +359,15 @@ def _in_cells(
         ))
     others = tuple(f for f in checked.files if f is not doc)
     return replace(checked, files=(*files, *others))
+
+
+@contextlib.contextmanager
+def _quietly() -> Iterator[None]:
+    """A check parses the cells again and again (read, windowed, judged): a warning their text
+    raises there (`'\\d'` in a string: a SyntaxWarning on Python 3.12+) is the kernel's to show,
+    once, when it compiles the cell, never ours under the user's cell. For the check's time,
+    a warning of those kinds from another thread is not shown either."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)  # the same warning before 3.12
+        yield
