@@ -8,10 +8,12 @@ kernels at a time. Then, one test per category:
 
 - every notebook runs to its end, and the check ran on it (its sentinel cell is reported); a
   notebook that needs what we cannot have (the network, a package we do not install, a kernel
-  of its own to kill) is excluded by name with the reason (`EXCLUDED`), never silently;
+  of its own to kill) or that takes too long for CI is excluded by name with the reason
+  (`EXCLUDED`), never silently;
 - no syntax ERROR on a cell IPython ran without a SyntaxError;
-- no undefined-name ERROR, and no unresolved-module or missing-member ERROR, on a cell that ran
-  without raising, except reports checked to be true (`TRUE`: code that did not run);
+- no undefined-name ERROR, and no unresolved-module or missing-member ERROR, at a place a cell
+  that ran without raising certainly evaluated (`notebook_sweep.EVALUATED`), except reports
+  checked to be true (`TRUE`);
 - every diagnostic the run demoted (`ran_without_error`) is of a (server, code) the README's
   table names (`ipylsp.analysis.cells.ran.DEMOTABLE`).
 
