@@ -63,6 +63,7 @@ SOURCES = (
 REQUIREMENTS = (
     "numpy==2.4.6", "scipy==1.17.1", "pandas==3.1.1", "matplotlib==3.11.2", "patsy==1.0.3",
     "statsmodels==0.14.6", "control==0.10.2", "sympy==1.14.0",
+    "seaborn==0.13.2",  # statsmodels' copula and lowess notebooks (a fresh clone lacked it)
 )
 """What the notebooks import (beyond ipylsp's test extras: IPython, ipywidgets), at the
 versions the sweep was measured with."""
