@@ -20,6 +20,7 @@ import {
   askKernel,
   ICellMarks,
   IMarksAnswer,
+  kernelLanguage,
   marksExpression,
   preflightExpression
 } from './kernel';
@@ -130,20 +131,25 @@ export class NotebookMarks implements IDisposable {
     return out;
   }
 
-  /** Ask the kernel what changed; one request at a time (one more when asked meanwhile). */
+  /** Ask the kernel what changed: one request at a time (one more when asked meanwhile), on
+   * the current kernel (a request to a kernel since replaced is not waited for). */
   refresh(): Promise<void> {
     if (this._asking) {
       this._again = true;
       return this._asking;
     }
-    this._asking = this._ask().finally(() => {
+    const asking = this._ask(this._epoch).finally(() => {
+      if (this._asking !== asking) {
+        return; // a new kernel: its own asks run
+      }
       this._asking = null;
       if (this._again && !this._disposed) {
         this._again = false;
         void this.refresh();
       }
     });
-    return this._asking;
+    this._asking = asking;
+    return asking;
   }
 
   /** The marks `model`'s current text would have if it ran now (nothing runs). */
@@ -183,21 +189,22 @@ export class NotebookMarks implements IDisposable {
     if (!kernel || this._disposed) {
       return null;
     }
-    const info = await kernel.info.catch(() => null);
     // user expressions are Python: other languages are never asked
-    return info?.language_info.name === 'python' ? kernel : null;
+    return (await kernelLanguage(kernel)) === 'python' ? kernel : null;
   }
 
-  private async _ask(): Promise<void> {
+  private async _ask(epoch: number): Promise<void> {
     const kernel = await this._kernel();
-    if (!kernel) {
+    if (!kernel || epoch !== this._epoch) {
       return;
     }
     const asked = performance.now();
-    const answer = await askKernel(kernel, marksExpression(this._token, this._generation)).catch(
-      () => null
-    );
-    if (this._disposed || kernel !== this.panel.sessionContext.session?.kernel) {
+    const answer = await askKernel(kernel, marksExpression(this._token, this._generation));
+    if (
+      this._disposed ||
+      epoch !== this._epoch ||
+      kernel !== this.panel.sessionContext.session?.kernel
+    ) {
       return;
     }
     if (!answer || answer.state !== 'ready') {
@@ -273,6 +280,10 @@ export class NotebookMarks implements IDisposable {
   private readonly _reset = (): void => {
     this._forget();
     this._changed.emit();
+    // the old kernel's request in flight (if any) is left: the new kernel is asked now
+    this._epoch++;
+    this._asking = null;
+    this._again = false;
     void this.refresh();
   };
 
@@ -288,6 +299,7 @@ export class NotebookMarks implements IDisposable {
   private _asking: Promise<void> | null = null;
   private _changed = new Signal<this, void>(this);
   private _disposed = false;
+  private _epoch = 0;
   private _generation = 0;
   private _known = new Map<ICellModel, ICellMarks>();
   private _token = '';

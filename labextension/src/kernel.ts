@@ -73,9 +73,14 @@ export function parseMarks(value: unknown): IMarksAnswer | null {
 
 /**
  * The kernel's answer to `expression`, or null: no ipylsp there (not installed, not loaded),
- * or the request failed.
+ * or the request failed (the kernel went away: its connection cancels the request).
+ *
+ * The answer is read from the execute reply (the shell channel) as soon as it arrives, not
+ * from the request's `done`, which also waits for the kernel's "idle" on iopub: a kernel just
+ * started can send that before the server has subscribed to its iopub, and a request waiting
+ * for it would wait forever (and every later ask behind it).
  */
-export async function askKernel(
+export function askKernel(
   kernel: Kernel.IKernelConnection,
   expression: string
 ): Promise<IMarksAnswer | null> {
@@ -87,8 +92,31 @@ export async function askKernel(
     stop_on_error: false,
     user_expressions: { ipylsp: expression }
   };
-  const reply = await kernel.requestExecute(content, true).done;
-  if (reply.content.status !== 'ok') {
+  return new Promise(resolve => {
+    let future: ReturnType<Kernel.IKernelConnection['requestExecute']>;
+    try {
+      future = kernel.requestExecute(content, true);
+    } catch {
+      resolve(null); // the connection is disposed
+      return;
+    }
+    future.onReply = reply => {
+      resolve(answerOf(reply));
+      future.dispose(); // its "idle" is not waited for
+    };
+    future.done.then(
+      reply => {
+        resolve(answerOf(reply));
+      },
+      () => {
+        resolve(null); // cancelled: the kernel restarted, changed or went away
+      }
+    );
+  });
+}
+
+function answerOf(reply: KernelMessage.IExecuteReplyMsg | undefined): IMarksAnswer | null {
+  if (!reply || reply.content.status !== 'ok') {
     return null;
   }
   const value = reply.content.user_expressions.ipylsp;
@@ -96,4 +124,29 @@ export async function askKernel(
     return null;
   }
   return parseMarks(value.data[MARKS_MIME]);
+}
+
+/** How long the kernel's own "kernel_info" answer is waited for when its spec does not say
+ * its language (the same wait JupyterLab gives it before it sends queued messages anyway). */
+const INFO_WAIT_MS = 3000;
+
+/**
+ * The kernel's language: its spec's (the server's kernelspecs, over HTTP), else what the
+ * kernel said in its "kernel_info" reply, else null. That reply is never waited for without
+ * a bound: it too completes only with the kernel's "idle" on iopub (see `askKernel`).
+ */
+export async function kernelLanguage(kernel: Kernel.IKernelConnection): Promise<string | null> {
+  const spec = await kernel.spec.catch(() => undefined);
+  if (spec?.language) {
+    return spec.language.toLowerCase();
+  }
+  let timer = 0;
+  const waited = new Promise<null>(resolve => {
+    timer = window.setTimeout(() => {
+      resolve(null);
+    }, INFO_WAIT_MS);
+  });
+  const info = await Promise.race([kernel.info.catch(() => null), waited]);
+  window.clearTimeout(timer);
+  return info?.language_info.name.toLowerCase() ?? null;
 }

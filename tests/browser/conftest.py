@@ -208,6 +208,10 @@ def page(browser: object) -> Iterator[object]:
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
     page.set_default_timeout(30_000)
+    console: list[str] = []  # what the page logged: left beside a failed test's screenshot
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
+    setattr(page, "ipylsp_console", console)
     try:
         yield page
     finally:
@@ -216,13 +220,17 @@ def page(browser: object) -> Iterator[object]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """A failed browser test leaves a screenshot of its page: `failed-<test>.png`."""
+    """A failed browser test leaves a screenshot of its page, `failed-<test>.png`, and what
+    the page logged, `failed-<test>.log`."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     page = getattr(item, "funcargs", {}).get("page")
     if report.when == "call" and report.failed and page is not None:
         with contextlib.suppress(Exception):  # the page may be gone: the failure says why
             screenshot(page, f"failed-{item.name}")
+        console = getattr(page, "ipylsp_console", None)
+        if console is not None:
+            (ARTIFACTS / f"failed-{item.name}.log").write_text("\n".join(console) + "\n")
 
 
 def screenshot(page: object, name: str) -> Path:
