@@ -179,3 +179,29 @@ async def test_diagnostics_from_the_store_start_no_server(
     ]
     code, status = await call(jp_fetch, "GET", "status")
     assert [row for row in status["servers"] if row["owner"] == os.getpid()] == []
+
+
+async def test_an_editor_gets_every_stored_problem_of_a_file(
+    jp_fetch: Any, jp_root_dir: Path, stop_state: None
+) -> None:
+    """`max_per_file`: a file editor's marks are every problem, not a report's first 20; a
+    value that is not a count is refused."""
+    path = jp_root_dir / "many.py"
+    path.write_text("".join(f"print(missing_{i:02d})\n" for i in range(26)), encoding="utf-8")
+    settings = Settings(language_servers={"python": ["ty"]}, data_dir=DATA_DIR)
+    with Service(settings) as kernel_side:
+        kernel_side.check(path, before="")
+
+    async def lines(**params: str) -> tuple[list[int], int]:
+        code, stored = await call(jp_fetch, "GET", "diagnostics", path="many.py", cached="1",
+                                  **params)
+        assert code == 200, stored
+        (entry,) = stored["files"]
+        return [d["line"] for d in entry["diagnostics"]], entry["omitted"]
+
+    assert await lines() == (list(range(1, 21)), 6)
+    assert await lines(max_per_file="0") == (list(range(1, 27)), 0)
+    assert await lines(max_per_file="24") == (list(range(1, 25)), 2)
+    code, bad = await call(jp_fetch, "GET", "diagnostics", path="many.py", cached="1",
+                           max_per_file="all")
+    assert (code, bad["error"]["code"]) == (400, "invalid_argument")

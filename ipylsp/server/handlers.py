@@ -121,7 +121,8 @@ class CheckHandler(IPyLSPHandler):
 class DiagnosticsHandler(IPyLSPHandler):
     """`?path=`: one file's current problems (checked first when unknown or changed on
     disk); without it, every file this server has checked. `&cached=1`: what the store holds
-    (any kernel's answers; `path` may be a directory), no server started."""
+    (any kernel's answers; `path` may be a directory), no server started. `&max_per_file=N`:
+    N problems per file and no report cap (0: all; an editor's marks)."""
 
     @web.authenticated
     @authorized
@@ -132,6 +133,9 @@ class DiagnosticsHandler(IPyLSPHandler):
         path = self.get_argument("path", None)
         if path is not None:
             arguments["path"] = path
+        per_file = self.get_argument("max_per_file", None)
+        if per_file is not None:
+            arguments["max_per_file"] = int(per_file) if per_file.isdigit() else per_file
         self.reply_data(await self.tool("lsp_diagnostics", arguments))
 
 

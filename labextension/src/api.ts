@@ -81,12 +81,21 @@ export async function fetchDiagnostics(path?: string): Promise<IReport> {
   return diagnosticsFrom(query);
 }
 
+/** The most problems one file editor is given marks for (a report lists 20). */
+export const MAX_FILE_MARKS = 1000;
+
 /**
  * What the store holds for `path` (server-relative): every server's latest answer, from any
- * kernel, each marked cached (stale when the file changed since); no server is started.
+ * kernel, each marked cached (stale when the file changed since), up to `MAX_FILE_MARKS`;
+ * no server is started.
  */
 export async function fetchStoredDiagnostics(path: string): Promise<IReport> {
-  return diagnosticsFrom({ path, cached: '1', severity: 'all' });
+  return diagnosticsFrom({
+    path,
+    cached: '1',
+    severity: 'all',
+    max_per_file: String(MAX_FILE_MARKS)
+  });
 }
 
 async function diagnosticsFrom(query: Record<string, string>): Promise<IReport> {

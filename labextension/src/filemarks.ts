@@ -1,7 +1,8 @@
 /**
- * Marks in file editors: what the kernels' last checks found in the file, read from the store
- * through `GET ipylsp/api/diagnostics?cached=1` (no check by the Jupyter server's own service:
- * that would start servers at its root, the home directory on JupyterHub). Asked when the
+ * Marks in file editors: what the kernels' last checks found in the file (all of it, up to
+ * `MAX_FILE_MARKS`, not a report's first 20), read from the store through
+ * `GET ipylsp/api/diagnostics?cached=1` (no check by the Jupyter server's own service: that
+ * would start servers at its root, the home directory on JupyterHub). Asked when the
  * editor opens the file, after it saves it, and when a report names it (a cell wrote it).
  *
  * The store's answers are for the text on disk; the editor may hold other text (unsaved

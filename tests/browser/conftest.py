@@ -200,6 +200,10 @@ def browser() -> Iterator[object]:
             browser.close()
 
 
+CONSOLES: dict[int, list[str]] = {}
+"""What each open page (by `id`) logged, until its test ends."""
+
+
 @pytest.fixture
 def page(browser: object) -> Iterator[object]:
     from playwright.sync_api import Browser
@@ -211,10 +215,11 @@ def page(browser: object) -> Iterator[object]:
     console: list[str] = []  # what the page logged: left beside a failed test's screenshot
     page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
     page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
-    setattr(page, "ipylsp_console", console)
+    CONSOLES[id(page)] = console
     try:
         yield page
     finally:
+        CONSOLES.pop(id(page), None)
         context.close()
 
 
@@ -228,7 +233,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "call" and report.failed and page is not None:
         with contextlib.suppress(Exception):  # the page may be gone: the failure says why
             screenshot(page, f"failed-{item.name}")
-        console = getattr(page, "ipylsp_console", None)
+        console = CONSOLES.get(id(page))
         if console is not None:
             (ARTIFACTS / f"failed-{item.name}.log").write_text("\n".join(console) + "\n")
 

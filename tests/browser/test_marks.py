@@ -189,18 +189,43 @@ def test_one_count_in_the_status_the_problems_panel_and_the_reports(
     expect(cursor(page)).to_have_text("Ln 2, Col 3")
 
 
+def open_file(page: Page, path: str) -> Locator:
+    """`path` in JupyterLab's file editor (File > Open from Path, from the palette): its text."""
+    page.keyboard.press("Control+Shift+C")
+    page.locator(".lm-CommandPalette-input").fill("Open from Path")
+    page.keyboard.press("Enter")
+    page.locator(".jp-Dialog input").fill(path)
+    page.keyboard.press("Enter")
+    return page.locator(".jp-FileEditor .cm-content")
+
+
+MANY = 26  # more problems than a report lists for one file (max_per_file, 20)
+
+
+def test_a_file_editor_marks_every_problem_not_a_reports_first_20(
+    lab: Lab, page: Page
+) -> None:
+    (lab.root / "many.py").unlink(missing_ok=True)
+    names = [f"missing_{i:02d}" for i in range(MANY)]
+    # a few lines (the editor draws only the lines in view)
+    body = "".join(f"print({', '.join(names[i:i + 9])})\n" for i in range(0, MANY, 9))
+    open_cells(page, lab, "many.ipynb", [SETUP, f"%%writefile many.py\n{body}"])
+    report = cell(page, 1).locator(".jp-ipylsp-report")
+    # one row per problem both servers report, the first 20 of them
+    expect(report).to_contain_text(f"... and {MANY - 20} more", timeout=LIVE_TIMEOUT)
+    file_marks = open_file(page, "many.py").locator(".cm-ipylsp-mark")
+    # every name, ty's mark and Ruff's (stored answers are never merged)
+    expect(file_marks).to_have_text([n for n in names for _ in ("ty", "ruff")],
+                                    timeout=LIVE_TIMEOUT)
+
+
 def test_a_file_a_cell_wrote_shows_its_marks_when_opened(lab: Lab, page: Page) -> None:
     """The file editor's marks come from the kernel's stored answers (no check by the Jupyter
     server's own service), follow the typing, and go with an edit of their line."""
     (lab.root / "shop.py").unlink(missing_ok=True)
     open_cells(page, lab, "writes.ipynb", [SETUP, BROKEN])
     expect(cell(page, 1).locator(".jp-ipylsp-row")).to_have_count(2, timeout=LIVE_TIMEOUT)
-    page.keyboard.press("Control+Shift+C")  # File > Open from Path would do the same
-    page.locator(".lm-CommandPalette-input").fill("Open from Path")
-    page.keyboard.press("Enter")
-    page.locator(".jp-Dialog input").fill("shop.py")
-    page.keyboard.press("Enter")
-    editor = page.locator(".jp-FileEditor .cm-content")
+    editor = open_file(page, "shop.py")
     file_marks = editor.locator(".cm-ipylsp-mark")
     # ty's and ruff's stored answers, each its own mark (stored answers are never merged)
     expect(file_marks).to_have_text(['discount="10%"', "totl", "totl"], timeout=LIVE_TIMEOUT)

@@ -42,11 +42,14 @@ def _in_workspace(box: Toolbox, report: Report) -> Report:
     return dataclasses.replace(report, files=files, root=box.workspace.root)
 
 
-def _answer(report: Report, options: FormatOptions, empty: str) -> ToolResult:
+def _answer(
+    report: Report, options: FormatOptions, empty: str, *, data: FormatOptions | None = None
+) -> ToolResult:
+    """The text under `options`; the data under `data` (default: the same selection)."""
     from ipylsp.analysis.report import format_text, to_json
 
     text = format_text(report, options).strip() or empty + _hidden(report, options)
-    return ToolResult(ok=True, text=text, data=to_json(report, options))
+    return ToolResult(ok=True, text=text, data=to_json(report, data or options))
 
 
 def _hidden(report: Report, options: FormatOptions) -> str:
@@ -148,17 +151,30 @@ def lsp_check_cell(box: Toolbox, args: Arguments) -> ToolResult:
             "description": "Only what the store holds (answers of any kernel or session, no "
             "server started); with `path` a file or a directory, else the whole workspace.",
         },
+        "max_per_file": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Problems listed per file (default: the max_per_file setting, "
+            "20); 0: every one. Given, it is the only count cap of the answer's data; its "
+            "text is still cut to the answer's size.",
+        },
     },
 )
 def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
     from ipylsp.service.check.batch import FileCheck
 
     service = box.service
+    options = _options(box, args)
+    data = None
+    if "max_per_file" in args:  # an editor's marks: the whole file, not the first 20
+        options = dataclasses.replace(options, max_per_file=args["max_per_file"],
+                                      max_per_report=0)
+        data = dataclasses.replace(options, max_report_chars=0)  # the text alone is cut
     if args.get("cached"):
         where = (box.workspace.resolve(args["path"], must_exist=False) if "path" in args
                  else box.workspace.root)
         report = _in_workspace(box, service.diagnostics(where, cached=True))
-        return _answer(report, _options(box, args), "no stored problems")
+        return _answer(report, options, "no stored problems", data=data)
     if "path" in args:
         path: Path | None = box.workspace.resolve(args["path"])
         assert path is not None
@@ -172,7 +188,7 @@ def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
         service.check_files([FileCheck(p) for p in stale])
     report = _in_workspace(box, service.diagnostics(path))  # stored answers stand in
     empty = "no known problems" if report.files else "nothing checked yet: lsp_check a file"
-    return _answer(report, _options(box, args), empty)
+    return _answer(report, options, empty, data=data)
 
 
 @tool(
