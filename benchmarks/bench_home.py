@@ -10,7 +10,7 @@ packages installed in this venv (not hidden: the worst case, a conda install at 
 ``data/`` with 1,500 CSV files, ``projects/`` with 300 small modules, and ``bad.py`` with an
 undefined name. Per server and variant, a fresh raw client (`lsp_client.RawClient`, the
 reference) with exactly the settings and initialization options ipylsp sends
-(`resolver._plain` for "bounded"): ``init_ms`` (spawn to initialized), ``diag_ms`` (didOpen to
+(`resolver.plain_spec` for "bounded"): ``init_ms`` (spawn to initialized), ``diag_ms`` (didOpen to
 the first diagnostics holding the error), ``rss_mb`` (the server's process tree, sampled).
 Variants alternate, medians. Then ipylsp itself: a `Service` with ``directory`` = the home
 checks ``bad.py`` with ty + ruff from cold (``first_check_ms``) and the servers' RSS.
@@ -33,7 +33,7 @@ from lsp_client import process_tree, tree_rss_kb
 
 from ipylsp.model.settings import Settings
 from ipylsp.servers import executables, python_env, registry
-from ipylsp.service.runtime.resolver import _plain
+from ipylsp.service.runtime.resolver import plain_spec
 from ipylsp.service.service import Service
 
 BAD = "import os\nprint(undefined_name)\n"
@@ -72,7 +72,7 @@ def reference(server_id: str, root: Path, bounded: bool) -> dict[str, Any]:
     command = executables.resolve(spec, data).command
     assert command is not None, f"{server_id} is not installed: run scripts/bootstrap"
     if bounded:
-        spec = _plain(spec)
+        spec = plain_spec(spec)
     served = python_env.for_server(spec, root)
     client = c.reference_client(command, root, served)
     return c.run_reference(client, root / "bad.py", BAD, EXPECT, fixed=FIXED, rss=True)

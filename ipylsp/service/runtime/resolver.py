@@ -79,7 +79,7 @@ class Resolver:
         ):  # else a stopped server whose command was configured anew: the new one starts
             return found
         if gate is not None and not roots.in_project(path, self.settings.workspace_markers):
-            spec = _plain(spec)  # the directory the user works in: no discovery of its own
+            spec = plain_spec(spec)  # the directory the user works in: no discovery of its own
         served = python_env.for_server(spec, root, ceiling=gate)
         return self.pool.add(served, root, resolution.command)
 
@@ -183,7 +183,7 @@ class BatchLookups:
         return self._slots[key]
 
 
-def _plain(spec: ServerSpec) -> ServerSpec:
+def plain_spec(spec: ServerSpec) -> ServerSpec:
     """`spec` for a root in no project (`ServerSpec.plain` merged in)."""
     if not spec.plain:
         return spec
