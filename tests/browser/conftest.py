@@ -89,11 +89,14 @@ class Lab:
         """The URL that opens the notebook `path` in Notebook 7 (`running_lab(app="notebook")`)."""
         return f"{self.url}notebooks/{path}?token={self.token}"
 
-    def api(self, route: str) -> object:
+    def api(self, route: str, body: object = None) -> object:
+        """GET `route`, or POST `body` as JSON to it."""
         request = urllib.request.Request(
-            f"{self.url}{route}", headers={"Authorization": f"token {self.token}"}
+            f"{self.url}{route}", headers={"Authorization": f"token {self.token}"},
+            data=None if body is None else json.dumps(body).encode(),
+            method="GET" if body is None else "POST",
         )
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        with urllib.request.urlopen(request, timeout=60) as answer:
             return json.loads(answer.read())
 
 
