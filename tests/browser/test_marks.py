@@ -66,12 +66,18 @@ def hover_text(page: Page, mark: Locator) -> str:
 
 
 def keep_the_kernel(page: Page) -> None:
-    """Answer "Select Kernel" with the notebook's own kernel whenever it shows up (the front
-    end asks when a notebook opened before the kernel specs loaded: under load)."""
+    """Answer "Select Kernel" with a Python 3 kernel whenever it shows up (the front end asks
+    when a notebook opened before the kernel specs loaded: under load). The choice is made
+    once the list holds it (it fills in with the specs), then accepted."""
     dialog = page.locator(".jp-Dialog").filter(has_text="Select Kernel")
-    page.add_locator_handler(
-        dialog, lambda: dialog.get_by_role("button", name="Select", exact=True).click()
-    )
+
+    def answer() -> None:
+        python = dialog.locator("option", has_text="Python 3 (ipykernel)").first
+        expect(python).to_have_count(1, timeout=60_000)
+        dialog.locator("select").select_option(value=python.get_attribute("value"))
+        dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
+
+    page.add_locator_handler(dialog, answer)
 
 
 def open_cells(page: Page, lab: Lab, name: str, sources: list[str]) -> None:
