@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ import pytest
 
 from ipylsp.analysis.report import format_text, to_json
 from ipylsp.model.diagnostics import Report, Severity, UnknownReason
-from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
 from ipylsp.model.settings import Settings
 from ipylsp.servers import executables, registry
 from ipylsp.service.service import FileCheck, Service
@@ -574,6 +575,57 @@ def test_signature_change_breaks_a_caller_in_another_open_file(ws: Workspace) ->
     # Fixing the library again: the caller's error is reported fixed, under the caller.
     ws.write(lib, lib_before)
     assert ws.check(lib) == fixed(1, ws.rel(caller))
+
+
+CLANGD_BINARIES = ["clangd", "clangd-19"]
+"""The distribution's clangd (14 on Debian 12) and clangd 19, which publishes a version from a
+stale preamble first (scripts/bootstrap installs both)."""
+
+
+@pytest.mark.parametrize("binary", CLANGD_BINARIES)
+def test_a_header_write_under_a_slow_preamble(tmp_path: Path, binary: str) -> None:
+    """A header changes on disk; its includer's preamble (a big header in it) takes a while to
+    rebuild. clangd 19 run as clangd 14 is (without `--sync`) publishes the includer's next
+    version twice: at once from the stale preamble, the header's old text, then from the
+    rebuilt one. Taking the first, ipylsp reported the broken caller clean, missed its fix and
+    took the caller updated together with the header for broken: every time with this big
+    header, 1 run in 100 under load in the cross-file scenario above (its header is tiny; it
+    runs on the default clangd, 14 here, which publishes only after the preamble). The
+    catalogue runs clangd with `--sync`: each version is published once, fresh."""
+    found = shutil.which(binary)
+    assert found is not None, (
+        f"{binary} is not installed: run scripts/bootstrap (apt-get install {binary})"
+    )
+    spec = registry.get("clangd")
+    assert spec is not None
+    command = (found, *spec.command[1:])  # the catalogue's flags, with this binary
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "compile_flags.txt").write_text("-ferror-limit=0\n")
+    # ~0.3-1 s of preamble to rebuild, against milliseconds for an AST on a built one.
+    (root / "big.h").write_text("".join(f"int big_{i}(int);\n" for i in range(30_000)))
+    lib, caller = root / "lib.h", root / "caller.c"
+    before, after = "int api(int a);\n", "int api(int a, int b);\n"
+    calls = '#include "big.h"\n#include "lib.h"\n\nint use(void) {{ return {}; }}\n'
+    lib.write_text(before)
+    caller.write_text(calls.format("api(1)"))
+    settings = settings_for("clangd", servers={"clangd": ServerOverride(command=command)})
+    with Service(settings) as service:
+        assert format_text(service.check(caller)) == ""
+        assert format_text(service.check(lib)) == ""
+        lib.write_text(after)
+        assert format_text(service.check(lib)) == "\n".join([
+            '<diagnostics file="caller.c">',
+            "ERROR [4:29] Too few arguments to function call, expected 2, have 1; "
+            f"{lib}:1:5: note: 'api' declared here [typecheck_call_too_few_args] (clang)",
+            "</diagnostics>",
+        ])
+        lib.write_text(before)
+        assert format_text(service.check(lib)) == fixed(1, "caller.c")
+        lib.write_text(after)
+        caller.write_text(calls.format("api(1, 2)"))
+        assert format_text(service.check_files([FileCheck(caller), FileCheck(lib)])) == ""
 
 
 # --- caps -------------------------------------------------------------------------------------

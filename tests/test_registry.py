@@ -252,7 +252,7 @@ def test_every_language_of_every_row_is_reachable_from_a_file_name() -> None:
             ("docker-langserver", "--stdio"),
         ),
         ("intelephense", "npm", ("intelephense",), ("intelephense", "--stdio")),
-        ("clangd", "apt", (), ("clangd", "--background-index=false")),
+        ("clangd", "apt", (), ("clangd", "--background-index=false", "--sync")),
         ("gopls", "apt", (), ("gopls",)),
         ("rust-analyzer", "path", (), ("rust-analyzer",)),
         ("lua-language-server", "path", (), ("lua-language-server",)),

@@ -149,7 +149,14 @@ SPECS: tuple[ServerSpec, ...] = (
         name="clangd",
         languages=("c", "cpp", "objective-c", "objective-cpp", "cuda-cpp"),
         # No background index: it would write .cache/clangd into the user's project.
-        command=("clangd", "--background-index=false"),
+        # --sync: each message is handled to the end before the next, so a version's
+        # diagnostics are published once, from a preamble checked against the disk. Without
+        # it clangd 19 first publishes a version from the stale preamble (a header changed on
+        # disk, a caller's old answer), then again once the preamble is rebuilt: ipylsp takes
+        # a version's push as its answer, so it reported broken callers clean, missed their
+        # fixes and took a caller updated with its header for broken (clangd 14 waits for the
+        # preamble). Costs clangd's own parallelism: benchmarks/README.md.
+        command=("clangd", "--background-index=false", "--sync"),
         install=_apt("apt-get install clangd"),
         root_markers=(".clangd", "compile_commands.json", "compile_flags.txt"),
         config_files=(
