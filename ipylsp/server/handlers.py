@@ -135,7 +135,11 @@ class DiagnosticsHandler(IPyLSPHandler):
             arguments["path"] = path
         per_file = self.get_argument("max_per_file", None)
         if per_file is not None:
-            arguments["max_per_file"] = int(per_file) if per_file.isdigit() else per_file
+            # a count: isdecimal, not isdigit (int() refuses "²"), and short (int() refuses
+            # 4,301 digits); anything else goes as text, which the tool's schema refuses (400)
+            arguments["max_per_file"] = (
+                int(per_file) if per_file.isdecimal() and len(per_file) < 19 else per_file
+            )
         self.reply_data(await self.tool("lsp_diagnostics", arguments))
 
 
