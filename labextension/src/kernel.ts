@@ -115,11 +115,14 @@ export function askKernel(
   });
 }
 
+/** Never throws: a throw in `onReply` would leave the future neither replied nor done (the
+ * ask, and every later one, would wait forever). */
 function answerOf(reply: KernelMessage.IExecuteReplyMsg | undefined): IMarksAnswer | null {
   if (!reply || reply.content.status !== 'ok') {
     return null;
   }
-  const value = reply.content.user_expressions.ipylsp;
+  const expressions: unknown = reply.content.user_expressions;
+  const value = isObject(expressions) ? expressions.ipylsp : undefined;
   if (!isObject(value) || value.status !== 'ok' || !isObject(value.data)) {
     return null;
   }

@@ -237,8 +237,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         with contextlib.suppress(Exception):  # the page may be gone: the failure says why
             screenshot(page, f"failed-{item.name}")
         console = CONSOLES.get(id(page))
-        if console is not None:
-            (ARTIFACTS / f"failed-{item.name}.log").write_text("\n".join(console) + "\n")
+        if console is not None:  # the folder too: the screenshot may have failed first
+            ARTIFACTS.mkdir(exist_ok=True)
+            (ARTIFACTS / f"failed-{item.name}.log").write_text(
+                "\n".join(console) + "\n", encoding="utf-8"
+            )
 
 
 def screenshot(page: object, name: str) -> Path:
