@@ -202,6 +202,8 @@ ERRORS: list[tuple[str, str, dict[str, Any], str]] = [
      "`line` must be bigger than or equal to 1"),
     ("invalid_argument", "lsp_hover", {"path": "main.py", "line": "3", "symbol": "sq"},
      "`line` must be integer"),
+    ("invalid_argument", "lsp_hover", {"path": "main.py", "line": 3.5, "symbol": "sq"},
+     "`line` must be integer"),
     ("invalid_argument", "lsp_check", {"path": "main.py", "severity": "fatal"},
      "`severity` must be one of ['error', 'warning', 'all']"),
     ("missing_argument", "lsp_symbols", {}, "lsp_symbols needs `path` or `query`"),
@@ -292,6 +294,17 @@ def test_the_callers_arguments_are_left_as_they_were(box: Toolbox) -> None:
     arguments = {"path": "main.py", "line": 3, "symbol": "sq"}
     assert box.call("lsp_hover", arguments).ok
     assert arguments == {"path": "main.py", "line": 3, "symbol": "sq"}  # no default filled in
+
+
+@pytest.mark.real
+def test_a_whole_number_written_as_a_float_is_that_number(box: Toolbox) -> None:
+    """JSON Schema's "integer" admits 3.0 (some clients send every number as a float)."""
+    arguments = {"path": "main.py", "line": 3.0, "symbol": "sq"}
+    as_float = box.call("lsp_hover", arguments)
+    assert as_float.ok, as_float.text
+    assert as_float.text == box.call("lsp_hover", {"path": "main.py", "line": 3,
+                                                   "symbol": "sq"}).text
+    assert arguments["line"] == 3.0 and isinstance(arguments["line"], float)  # left as it was
 
 
 @pytest.mark.real

@@ -92,6 +92,17 @@ def validate(tool: Tool, arguments: Arguments) -> None:
         raise _error(tool, arguments, error) from None
 
 
+def whole_numbers(tool: Tool, arguments: Arguments) -> Arguments:
+    """`arguments` (validated) with each integer argument an `int`: JSON Schema's "integer"
+    admits `3.0`, which cannot index or slice. A copy when one changes (the caller's dict is
+    the model's)."""
+    floats = {
+        name: int(value) for name, value in arguments.items()
+        if isinstance(value, float) and tool.properties.get(name, {}).get("type") == "integer"
+    }
+    return {**arguments, **floats} if floats else arguments
+
+
 def _error(tool: Tool, arguments: Arguments, error: Any) -> ToolError:
     if error.rule == "additionalProperties":
         unknown = sorted(set(arguments) - set(tool.properties))

@@ -80,7 +80,7 @@ class Toolbox:
 
     def call(self, name: str, arguments: Arguments | None = None) -> ToolResult:
         """Run tool `name`; never raises."""
-        from ipylsp.agent.schemas import validate
+        from ipylsp.agent.schemas import validate, whole_numbers
 
         try:
             found = TOOLS.get(name) if isinstance(name, str) else None
@@ -90,7 +90,7 @@ class Toolbox:
                 )
             args = {} if arguments is None else arguments
             validate(found, args)
-            return found.run(self, args)
+            return found.run(self, whole_numbers(found, args))
         except ToolError as error:
             return ToolResult.failure(error)
         except Exception as exc:  # our bug must reach the model as an answer, not a traceback

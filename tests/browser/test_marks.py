@@ -74,7 +74,9 @@ def keep_the_kernel(page: Page) -> None:
     def answer() -> None:
         python = dialog.locator("option", has_text="Python 3 (ipykernel)").first
         expect(python).to_have_count(1, timeout=60_000)
-        dialog.locator("select").select_option(value=python.get_attribute("value"))
+        value = python.get_attribute("value")
+        assert value is not None, "the Python 3 choice has no value"
+        dialog.locator("select").select_option(value=value)
         dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
 
     page.add_locator_handler(dialog, answer)
