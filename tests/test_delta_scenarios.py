@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from ipylsp.analysis.report import format_text, to_json
+from ipylsp.analysis.report.lines import message_text
 from ipylsp.model.diagnostics import Report, Severity, UnknownReason
 from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
 from ipylsp.model.settings import Settings
@@ -516,11 +517,19 @@ CROSS_FILE = {
     "clangd": (
         "lib_sig.h", "int api(int a);\n", "int api(int a, int b);\n",
         "caller.c", '#include "lib_sig.h"\n\nint use(void) { return api(1); }\n',
-        # clangd folds the note into the message when the client takes no related information.
-        "ERROR [3:29] Too few arguments to function call, expected 2, have 1; {lib}:1:5: "
-        "note: 'api' declared here [typecheck_call_too_few_args] (clang)",
+        "ERROR [3:29] {too_few} [typecheck_call_too_few_args] (clang)",
     ),
 }
+
+
+def too_few(lib: Path) -> str:
+    """clangd's message for a call one argument short, as a report shows it. clangd folds the
+    note into the message when the client takes no related information, and the note holds
+    the header's absolute path: whether it fits the report's first 200 characters (else
+    "; …") depends on where the test runs (a fresh clone's HOME is longer), so the expectation
+    takes the report's own rule (`message_text`) rather than one machine's outcome."""
+    return message_text(f"Too few arguments to function call, expected 2, have 1\n\n"
+                        f"{lib}:1:5:\nnote: 'api' declared here")
 
 
 CALLER_UPDATED = {
@@ -570,7 +579,7 @@ def test_signature_change_breaks_a_caller_in_another_open_file(ws: Workspace) ->
     # The real write breaks the caller: reported under the caller's own path.
     ws.write(lib, lib_after)
     report = ws.check_report(lib)
-    assert format_text(report) == ws.block(caller, expected.format(lib=lib))
+    assert format_text(report) == ws.block(caller, expected.format(too_few=too_few(lib)))
     assert [f.display_path for f in report.files] == [ws.rel(lib), ws.rel(caller)]
     # Fixing the library again: the caller's error is reported fixed, under the caller.
     ws.write(lib, lib_before)
@@ -617,8 +626,7 @@ def test_a_header_write_under_a_slow_preamble(tmp_path: Path, binary: str) -> No
         lib.write_text(after)
         assert format_text(service.check(lib)) == "\n".join([
             '<diagnostics file="caller.c">',
-            "ERROR [4:29] Too few arguments to function call, expected 2, have 1; "
-            f"{lib}:1:5: note: 'api' declared here [typecheck_call_too_few_args] (clang)",
+            f"ERROR [4:29] {too_few(lib)} [typecheck_call_too_few_args] (clang)",
             "</diagnostics>",
         ])
         lib.write_text(before)
