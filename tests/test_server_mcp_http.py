@@ -8,6 +8,7 @@ HTTP stack, which pytest-jupyter's test loop does not serve."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -51,6 +52,19 @@ def _status(port: int, headers: dict[str, str]) -> int:
         conn.close()
 
 
+def stopped(process: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> int:
+    """The exit status of a server told to stop; one still running after `timeout` fails
+    the test with the end of its log and every thread's stack (faulthandler on SIGUSR1)."""
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(2)  # the dump is written by then: nothing to wait on instead
+        pytest.fail(f"still running {timeout:.0f} s after the signal:\n"
+                    f"{log.read_text(errors='replace')[-8000:]}")
+
+
 def _start(base: Path, cwd: Path | None = None, *, home: bool = False
            ) -> tuple[subprocess.Popen[bytes], int, Path]:
     """A real `jupyter server` with the extension on a git workspace holding app.py (its log
@@ -73,6 +87,9 @@ def _start(base: Path, cwd: Path | None = None, *, home: bool = False
     config.write_text(
         "c.IPyLSP.language_servers = {'python': ['ty', 'ruff']}\n"
         f"c.IPyLSP.data_dir = {str(DATA_DIR)!r}\n"
+        # SIGUSR1: every thread's stack into the log (`stopped`: a stop that hangs says where)
+        "import faulthandler, signal\n"
+        "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
     )
     port = _free_port()
     with (base / "server.log").open("wb") as log:
@@ -215,7 +232,7 @@ def test_a_server_that_served_mcp_stops_at_once_and_cleanly(
         running = [p for p, name in servers.items() if name in ("ty", "ruff")]
         assert sorted(servers[p] for p in running) == ["ruff", "ty"]  # they answered
         process.send_signal(signum)
-        assert process.wait(30) == 0, (tmp_path / "server.log").read_text()[-3000:]
+        assert stopped(process, tmp_path / "server.log") == 0
     finally:
         if process.poll() is None:
             process.kill()
