@@ -54,11 +54,12 @@ def _status(port: int, headers: dict[str, str]) -> int:
 
 def stopped(process: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> int:
     """The exit status of a server told to stop; one still running after `timeout` fails
-    the test with the end of its log and every thread's stack (faulthandler on SIGUSR1)."""
+    the test with the end of its log and every thread's stack (faulthandler on SIGUSR2;
+    Jupyter's own SIGUSR1 prints only its running info)."""
     try:
         return process.wait(timeout)
     except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGUSR1)
+        process.send_signal(signal.SIGUSR2)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(2)  # the dump is written by then: nothing to wait on instead
         pytest.fail(f"still running {timeout:.0f} s after the signal:\n"
@@ -87,9 +88,9 @@ def _start(base: Path, cwd: Path | None = None, *, home: bool = False
     config.write_text(
         "c.IPyLSP.language_servers = {'python': ['ty', 'ruff']}\n"
         f"c.IPyLSP.data_dir = {str(DATA_DIR)!r}\n"
-        # SIGUSR1: every thread's stack into the log (`stopped`: a stop that hangs says where)
+        # SIGUSR2: every thread's stack into the log (`stopped`: a stop that hangs says where)
         "import faulthandler, signal\n"
-        "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+        "faulthandler.register(signal.SIGUSR2, all_threads=True)\n"
     )
     port = _free_port()
     with (base / "server.log").open("wb") as log:
