@@ -53,6 +53,16 @@ tempfile.tempdir = None  # this process's tempfile reads TMPDIR again
 os.environ["IPYLSP_STORE"] = str(SESSION_TMP / "store.sqlite3")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGINT as from a terminal. A suite started in the background of a non-interactive shell
+    (`cmd &`) inherits SIGINT ignored, and so does every server it starts: Jupyter keeps an
+    inherited SIG_IGN, and the tests that stop a server with SIGINT, as JupyterHub does, hung
+    (ipylsp, rightly, replaces only Python's default handler). With a Python handler here,
+    the children start with the default disposition, as they do under CI or a terminal."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def fake_command(*flags: str) -> tuple[str, ...]:
     """The command line of the scriptable fake server with `flags`."""
     return (sys.executable, str(FAKE_SERVER), "--lifetime-s", "120", *flags)
