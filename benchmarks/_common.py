@@ -178,6 +178,27 @@ class Isolation:
         self.close()
 
 
+@contextlib.contextmanager
+def isolated_run(name: str, result: dict[str, Any]) -> Iterator[Isolation]:
+    """A benchmark's run in an `Isolation`: afterwards `result` records the processes it left
+    behind (`leftover_processes`) and its `elapsed_s`, and is emitted (`emit`); an exception
+    still records the leftovers and closes the isolation, then propagates (nothing emitted)."""
+    started = time.monotonic()
+    iso = Isolation()
+    try:
+        yield iso
+    finally:
+        result["leftover_processes"] = iso.leftovers()
+        iso.close()
+    result["elapsed_s"] = round(time.monotonic() - started, 1)
+    emit(name, result)
+
+
+def exit_status(result: Mapping[str, Any]) -> int:
+    """A benchmark's exit status: 1 when it left processes behind (`isolated_run`)."""
+    return 0 if not result["leftover_processes"] else 1
+
+
 def _watchdog_pids() -> set[int]:
     """ipylsp's watchdog of *this* process: a helper, not a server (it exits when we do)."""
     try:

@@ -337,11 +337,9 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x]
     tune = [int(x) for x in args.in_flight.split(",") if x]
-    started = time.monotonic()
     result: dict[str, Any] = {"benchmark": "bench_batch", "machine": c.machine(),
                               "in_flight": dict(service_runs.IN_FLIGHT)}
-    iso = c.Isolation()
-    try:
+    with c.isolated_run("bench_batch", result) as iso:
         result["servers"] = {
             s: bench_server(iso, s, sizes, args.reps, tune, args.tune_size, args.real)
             for s in args.servers.split(",") if s
@@ -354,12 +352,7 @@ def main() -> int:
             "+".join(pair): kernel_rss(iso, pair)
             for pair in (("ty", "ruff"), ("basedpyright", "ruff"))
         }
-    finally:
-        result["leftover_processes"] = iso.leftovers()
-        iso.close()
-    result["elapsed_s"] = round(time.monotonic() - started, 1)
-    c.emit("bench_batch", result)
-    return 0 if not result["leftover_processes"] else 1
+    return c.exit_status(result)
 
 
 if __name__ == "__main__":

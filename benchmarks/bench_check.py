@@ -201,19 +201,12 @@ def main() -> int:
     parser.add_argument("--servers", default="ty,pyright")
     parser.add_argument("--warmup", type=int, default=30, help="untimed changes per server first")
     args = parser.parse_args()
-    started = time.monotonic()
     result: dict[str, Any] = {"benchmark": "bench_check", "machine": c.machine()}
-    iso = c.Isolation()
-    try:
+    with c.isolated_run("bench_check", result) as iso:
         result["servers"] = {
             s: bench(iso, s, args.n, args.warmup) for s in args.servers.split(",") if s
         }
-    finally:
-        result["leftover_processes"] = iso.leftovers()
-        iso.close()
-    result["elapsed_s"] = round(time.monotonic() - started, 1)
-    c.emit("bench_check", result)
-    return 0 if not result["leftover_processes"] else 1
+    return c.exit_status(result)
 
 
 if __name__ == "__main__":

@@ -108,19 +108,12 @@ def main() -> int:
     parser.add_argument("--writes", type=int, default=4, help="header writes per run")
     parser.add_argument("--binaries", default="clangd,clangd-19")
     args = parser.parse_args()
-    started = time.monotonic()
     result: dict[str, Any] = {"benchmark": "bench_clangd_sync", "machine": c.machine()}
-    iso = c.Isolation()
-    try:
+    with c.isolated_run("bench_clangd_sync", result) as iso:
         result["binaries"] = {
             b: bench(iso, b, args.n, args.writes) for b in args.binaries.split(",") if b
         }
-    finally:
-        result["leftover_processes"] = iso.leftovers()
-        iso.close()
-    result["elapsed_s"] = round(time.monotonic() - started, 1)
-    c.emit("bench_clangd_sync", result)
-    return 0 if not result["leftover_processes"] else 1
+    return c.exit_status(result)
 
 
 if __name__ == "__main__":

@@ -648,14 +648,12 @@ def main() -> int:
     )
     args = parser.parse_args()
     only = set(args.only.split(","))
-    started = time.monotonic()
     result: dict[str, Any] = {
         "benchmark": "bench_core",
         "machine": c.machine(),
         "reference": c.REFERENCE,
     }
-    iso = c.Isolation()
-    try:
+    with c.isolated_run("bench_core", result) as iso:
         if "warm" in only:
             result["warm_change"] = {
                 s: bench_warm(iso, s, args.n, args.loop) for s in args.servers.split(",") if s
@@ -668,12 +666,7 @@ def main() -> int:
             result["process_exit"] = bench_exit(iso)
         if "import" in only:
             result["import_time"] = bench_import(10)
-    finally:
-        result["leftover_processes"] = iso.leftovers()
-        iso.close()
-    result["elapsed_s"] = round(time.monotonic() - started, 1)
-    c.emit("bench_core", result)
-    return 0 if not result["leftover_processes"] else 1
+    return c.exit_status(result)
 
 
 if __name__ == "__main__":
