@@ -159,7 +159,7 @@ export class NotebookMarks implements IDisposable {
       return null;
     }
     const code = model.sharedModel.getSource();
-    const answer = await askKernel(kernel, preflightExpression(model.id, code)).catch(() => null);
+    const answer = await askKernel(kernel, preflightExpression(model.id, code));
     if (!answer || answer.state !== 'ready' || !answer.preflight) {
       return answer;
     }

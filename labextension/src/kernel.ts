@@ -104,14 +104,11 @@ export function askKernel(
       resolve(answerOf(reply));
       future.dispose(); // its "idle" is not waited for
     };
-    future.done.then(
-      reply => {
-        resolve(answerOf(reply));
-      },
-      () => {
-        resolve(null); // cancelled: the kernel restarted, changed or went away
-      }
-    );
+    // `done` comes after the reply (already answered) or is cancelled: the kernel restarted,
+    // changed or went away, or the future was disposed on its reply
+    future.done.catch(() => {
+      resolve(null);
+    });
   });
 }
 

@@ -167,7 +167,6 @@ def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
     options = _options(box, args)
     data = None
     if "max_per_file" in args:  # an editor's marks: the whole file, not the first 20
-        # int(): the schema's "integer" lets 3.0 through, and a float cannot slice
         options = dataclasses.replace(options, max_per_file=args["max_per_file"],
                                       max_per_report=0)
         data = dataclasses.replace(options, max_report_chars=0)  # the text alone is cut
