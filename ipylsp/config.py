@@ -103,7 +103,7 @@ class IPyLSP(Configurable):
         "restart, cached answers (marked) while a server is down. `ipylsp cache info|clear`."
     ).tag(config=True)
     store_path = Unicode(
-        "", help="The store's file (default: $IPYLSP_STORE, else <data_dir>/store.sqlite3)."
+        "", help="The store's file (default: $IPYLSP_STORE, else <data_dir>/store.v2.sqlite3)."
     ).tag(config=True)
     store_max_mb = Float(
         64.0, min=0, help="The store's size cap in MB (least recently used answers go). 0: none."

@@ -8,7 +8,7 @@ server exited is no descendant of pytest, but it carries the marker.
 
 The run leaves nothing behind: TMPDIR points into a directory of its own (set here at import, so
 servers such as pyright, kernels and their helpers write there; removed when pytest ends), and the
-status files (`<data_dir>/run/status-<pid>-<n>.json`) of this process, or of processes that are
+status files (`<data_dir>/run/status-<host>-<pid>-<n>.json`) of this process, or of processes that are
 gone (a SIGKILLed kernel), are swept at the end.
 
 Unit tests and real-part tests apart: a test that starts a process (a language server, a kernel,
@@ -128,7 +128,7 @@ def _sweep_status_files() -> None:
 
     run_dir = executables.data_dir() / "run"
     read_status(executables.data_dir())  # the reader drops the files of dead processes
-    for path in run_dir.glob(f"status-{os.getpid()}-*.json"):
+    for path in run_dir.glob(f"status-*-{os.getpid()}-*.json"):
         with contextlib.suppress(OSError):
             path.unlink()
 

@@ -183,6 +183,31 @@ def test_status_rows_of_this_service_and_other_processes(tmp_path: Path) -> None
         row.server_id for row in server_table.table(settings, installed_only=True).rows
     )
     assert repr(table) == str(table)
+
+
+def test_status_files_of_other_hosts_and_reused_pids(tmp_path: Path) -> None:
+    """A home shared between machines holds another host's files: not shown, not removed. A
+    file whose pid now names another process (its start time differs) is removed; one whose
+    process still runs is kept."""
+    from ipylsp.lsp.procfs import HOST, start_time
+    from ipylsp.service.runtime.status_file import read_status
+
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    parent = os.getppid()
+
+    def publish(name: str, host: str, started: int) -> Path:
+        path = run / f"status-{name}.json"
+        path.write_text(json.dumps({"pid": parent, "host": host, "started": started,
+                                    "servers": [{"server": name, "root": "/r"}]}))
+        return path
+
+    elsewhere = publish(f"other_host-{parent}-1", "other_host", 1)
+    reused = publish(f"{HOST}-{parent}-2", HOST, start_time(parent) + 1)
+    live = publish(f"{HOST}-{parent}-3", HOST, start_time(parent))
+    assert [row["server"] for row in read_status(tmp_path)] == [live.stem[len("status-"):]]
+    assert elsewhere.exists() and live.exists() and not reused.exists()
+
     assert str(server_table.status(Settings(data_dir=tmp_path / "empty"))).splitlines()[0] == (
         "no server running (servers start when a file is checked)"
     )

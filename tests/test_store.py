@@ -5,6 +5,7 @@ rebuilt with one warning, least-recently-used eviction at the cap, info and clea
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import subprocess
 import sys
@@ -309,6 +310,7 @@ def test_no_open_overlaps_a_rebuild_moving_the_file_aside(tmp_path: Path) -> Non
     """A rebuild holds `<store>.lock` exclusive while it moves the file and its WAL aside; an
     open meanwhile would create a fresh file and WAL that the move then splits (a lost row,
     found by a review). Opens wait for the lock; a negative window, never a false failure."""
+    import fcntl
     import threading
 
     from ipylsp.store import db
@@ -321,11 +323,188 @@ def test_no_open_overlaps_a_rebuild_moving_the_file_aside(tmp_path: Path) -> Non
         conns.append(connect(path))
         opened.set()
 
-    with db._path_lock(path, exclusive=True):
+    held = db._lock_file(path)
+    try:
+        assert db._lock(held, fcntl.LOCK_EX, None)
         thread = threading.Thread(target=open_it)
         thread.start()
         assert not opened.wait(0.3)  # held off while the "rebuild" runs
         assert not path.exists()
+    finally:
+        held.close()
     assert opened.wait(30)
     thread.join()
     conns[0].close()
+
+
+def test_a_connection_holds_the_lock_shared_until_closed(tmp_path: Path) -> None:
+    """So no rebuild can take it exclusive while the file is in use, here or elsewhere."""
+    import fcntl
+
+    from ipylsp.store import db
+
+    path = tmp_path / "store.sqlite3"
+    conn = connect(path)
+    probe = db._lock_file(path)
+    try:
+        assert not db._lock(probe, fcntl.LOCK_EX, None)
+        assert db._lock(probe, fcntl.LOCK_SH, None)  # other opens share it
+        fcntl.flock(probe, fcntl.LOCK_UN)
+        conn.close()
+        assert db._lock(probe, fcntl.LOCK_EX, None)
+    finally:
+        probe.close()
+
+
+def test_the_database_file_is_never_opened_by_ipylsp_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing any descriptor of the database file drops every POSIX lock this process's
+    connections hold on it (the cause of issue 28's losses): only SQLite opens it."""
+    import builtins
+
+    path = tmp_path / "store.sqlite3"
+    opened: list[str] = []
+    real_os_open, real_open = os.open, builtins.open
+
+    def os_open(file: str | os.PathLike[str], *args: object, **kwargs: object) -> int:
+        opened.append(os.fspath(file))
+        return real_os_open(file, *args, **kwargs)  # type: ignore[arg-type]
+
+    def open_(file: object, *args: object, **kwargs: object) -> object:
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", open_)
+    for _ in range(2):  # creating it, then opening it as it is
+        store = Store(path)
+        store.put_diagnostics("/w/a.py", "a", "ty", DIAGS)
+        assert store.flush()
+        store.close()
+    monkeypatch.undo()
+    database = {str(path), f"{path}-wal", f"{path}-shm"}
+    assert [name for name in opened if name in database] == []
+    assert {oct(os.stat(f"{path}{s}").st_mode & 0o777) for s in ("", ".lock")} == {"0o600"}
+
+
+def test_a_damaged_file_another_process_has_open_is_not_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its store goes off for this process, said in one sentence; once the other process
+    closes it, the next open rebuilds it."""
+    from ipylsp.store import db
+
+    path = tmp_path / "store.sqlite3"
+    Store(path).close()
+    holder = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("store_worker.py")), "hold", str(path),
+         "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "ready\n"
+        plain = sqlite3.connect(path)  # everything into the file, the WAL emptied
+        try:
+            assert plain.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+        finally:
+            plain.close()
+        path.write_bytes(b"\x00not a database" * (path.stat().st_size // 16))
+        monkeypatch.setattr(db, "LOCKED_FOR", 0.5)
+        with pytest.raises(StoreUnavailable, match="another ipylsp process has it open"):
+            Store(path)
+        assert list(tmp_path.glob("*.corrupt-*")) == []
+    finally:
+        holder.communicate("stop\n", timeout=60)
+    assert holder.returncode == 0
+    with caplog.at_level(logging.WARNING, logger="ipylsp"):
+        store = Store(path)
+    store.close()
+    assert len(list(tmp_path.glob("store.sqlite3.corrupt-*"))) == 1
+    assert ["rebuilt" in r.getMessage() for r in caplog.records if r.name in STORE_LOGGERS
+            ] == [True]
+
+
+MOUNTINFO = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+40 22 0:40 / /home rw,relatime shared:2 - nfs4 server:/export/home rw,vers=4.2
+41 40 8:2 / /home/local\\040disk rw shared:3 - xfs /dev/sdb1 rw
+"""
+
+
+@pytest.mark.parametrize(("directory", "kind"), [
+    ("/home/u/.local/share/ipylsp", "nfs4"), ("/home", "nfs4"), ("/homework", ""),
+    ("/home/local disk/ipylsp", ""), ("/var/lib", ""),
+])
+def test_a_network_file_system_is_recognised(directory: str, kind: str) -> None:
+    from ipylsp.store import db
+
+    assert db.network_file_system(Path(directory), MOUNTINFO) == kind
+
+
+def test_a_store_on_a_network_file_system_stays_off_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WAL cannot be shared across hosts: the file is never opened there (so never
+    corrupted), and the sentence names the knob."""
+    from ipylsp.store import db
+
+    monkeypatch.setattr(db, "network_file_system", lambda directory, mountinfo=None: "nfs4")
+    with pytest.raises(StoreUnavailable) as raised:
+        Store(tmp_path / "store.sqlite3")
+    assert str(raised.value) == (
+        f"{tmp_path / 'store.sqlite3'} is on a network file system (nfs4), where SQLite cannot"
+        " share it safely between processes; set IPyLSP.store_path (or $IPYLSP_STORE) to a"
+        " file on a local disk"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_flush_says_false_when_a_row_was_dropped(tmp_path: Path) -> None:
+    """A caller can know what was kept: a bad row, or a put after close, is not acknowledged;
+    the next flush speaks only for what was put since."""
+    store = Store(tmp_path / "store.sqlite3")
+    try:
+        def missing_table(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO nowhere VALUES (1)")
+
+        store._writer.put(missing_table)
+        assert store.flush() is False  # an OperationalError drops the batch
+        store.put_diagnostics("/w/a.py", "a", "ty", DIAGS)
+        assert store.flush() is True
+        store._writer.put(lambda conn: (_ for _ in ()).throw(ValueError("bad row")))
+        store.put_diagnostics("/w/b.py", "b", "ty", DIAGS)
+        assert store.flush() is False  # one bad row: the others written, the flush says no
+        assert store.get_diagnostics("/w/b.py", "b", "ty") is not None
+    finally:
+        store.close()
+    store.put_diagnostics("/w/c.py", "c", "ty", DIAGS)
+    assert store.flush() is False
+
+
+def test_the_default_file_is_not_the_one_an_older_ipylsp_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ipylsp from before issue 28 drops its own locks on `store.sqlite3`: it must never
+    share a file with this one."""
+    from ipylsp.model.settings import Settings
+    from ipylsp.service.cache import store_file
+
+    monkeypatch.delenv("IPYLSP_STORE", raising=False)
+    assert store_file(Settings(data_dir=tmp_path)) == tmp_path / "store.v2.sqlite3"
+
+
+def test_the_service_says_once_why_a_network_store_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ipylsp.model.settings import Settings
+    from ipylsp.service.cache import Answers
+    from ipylsp.store import db
+
+    monkeypatch.setattr(db, "network_file_system", lambda directory, mountinfo=None: "nfs4")
+    with caplog.at_level(logging.WARNING, logger="ipylsp"):
+        answers = Answers(Settings(store_path=tmp_path / "store.sqlite3"))
+        assert answers.store(wait=30) is None
+        answers.put(tmp_path / "a.py", "a", "ty", DIAGS)  # a cache: dropped, never raised
+        answers.close()
+    warnings = [r.getMessage() for r in caplog.records if r.name in STORE_LOGGERS]
+    assert len(warnings) == 1 and "network file system (nfs4)" in warnings[0], warnings
+    assert "set IPyLSP.store_path (or $IPYLSP_STORE) to a file on a local disk" in answers.problem

@@ -1,5 +1,6 @@
-"""Reading /proc: descendants, process groups, environment tags, exits (Linux; elsewhere the
-answers are empty and exits are polled).
+"""Reading /proc: descendants, process groups, environment tags, exits, whether a process is
+still the one a file was named after (Linux; elsewhere the answers are empty and exits are
+polled).
 
 What process.py needs to find every process a server left, apart from how it kills them.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import collections
 import os
 import select
+import socket
 import time
 from collections.abc import Iterator, Mapping
 
@@ -71,6 +73,17 @@ def start_time(pid: int) -> int:
         return int(fields[19]) if fields is not None else 0
     except (IndexError, ValueError):
         return 0
+
+
+HOST = socket.gethostname().replace("-", "_") or "host"
+"""This machine's name, for files named after a process: a home shared by several machines
+(NFS) holds other hosts' files too, whose pids mean nothing here."""
+
+
+def alive(pid: int, started: int) -> bool:
+    """The process `pid` that started at `started` (`start_time`) is still running: a pid
+    reused by another process does not count."""
+    return running(pid) and (started == 0 or start_time(pid) == started)
 
 
 def tagged(tag: str) -> list[int]:

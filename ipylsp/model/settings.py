@@ -119,7 +119,7 @@ class Settings:
     """Keep servers' answers in a SQLite file (`store_path`): baselines after a restart, and
     cached answers while a server is missing, broken or starting."""
     store_path: Path | None = None
-    """The store's file; None: `$IPYLSP_STORE`, else `<data_dir>/store.sqlite3`."""
+    """The store's file; None: `$IPYLSP_STORE`, else `<data_dir>/store.v2.sqlite3`."""
     store_max_mb: float = 64.0
     """The store's size cap; over it the least recently used answers go. 0: no cap."""
     workspace_markers: tuple[str, ...] = WORKSPACE_MARKERS

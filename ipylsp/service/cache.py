@@ -33,24 +33,27 @@ from ipylsp.servers.executables import data_dir
 from ipylsp.service.check.before_text import readable_text
 from ipylsp.service.check.file_reports import common_root, display_root
 from ipylsp.service.runtime.pool import Slot
-from ipylsp.store import Store, Stored, StoredSymbols, StoreInfo
+from ipylsp.store import STORE_ENV, Store, Stored, StoredSymbols, StoreInfo
 
 log = logging.getLogger(__name__)
 
-ENV_VAR = "IPYLSP_STORE"
-"""A store file for every process that inherits it (kernels, the Jupyter server, the CLI)."""
+STORE_NAME = "store.v2.sqlite3"
+"""The default file's name. Not `store.sqlite3`: ipylsp before issue 28 opened and closed a
+descriptor of that file beside its connections, which drops their locks and corrupts it under
+other processes; such a process (another venv, a kernel not yet restarted) never touches this
+one."""
 
 
 def store_file(settings: Settings) -> Path | None:
-    """`Settings.store_path`, else `$IPYLSP_STORE`, else `<data_dir>/store.sqlite3`; None: off."""
+    """`Settings.store_path`, else `$IPYLSP_STORE`, else `<data_dir>/STORE_NAME`; None: off."""
     if not settings.store:
         return None
     if settings.store_path is not None:
         return settings.store_path
-    env = os.environ.get(ENV_VAR, "")
+    env = os.environ.get(STORE_ENV, "")
     if env:
         return Path(env).expanduser()
-    return data_dir(settings) / "store.sqlite3"
+    return data_dir(settings) / STORE_NAME
 
 
 def config_key(slot: Slot | None) -> str:

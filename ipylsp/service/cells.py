@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import os
 import shutil
-import socket
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,7 +42,7 @@ from ipylsp.analysis.cells.document import (
 from ipylsp.analysis.cells.marks import CellMarks
 from ipylsp.analysis.cells.neutralize import Reader, plain_reading
 from ipylsp.analysis.cells.ran import Evidence, Ran
-from ipylsp.lsp.procfs import running
+from ipylsp.lsp.procfs import HOST, running
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason
 from ipylsp.model.settings import WORKSPACE_MARKERS
 from ipylsp.private import NotPrivate, fresh_dir, owned_dir, seal
@@ -292,7 +291,7 @@ def default_path(
         return document_in(cwd), None
     parent = owned_dir(_cells_parent(private_parent))
     _sweep(parent)
-    own = fresh_dir(parent, prefix=f"{_HOST}-{os.getpid()}-")
+    own = fresh_dir(parent, prefix=f"{HOST}-{os.getpid()}-")
     try:
         seal(own)
     except OSError:
@@ -301,18 +300,14 @@ def default_path(
     return own / "cells.py", own
 
 
-_HOST = socket.gethostname().replace("-", "_") or "host"
-"""Directories are named `<host>-<pid>-...`: a home shared by several machines (NFS) keeps
-other hosts' live sessions, whose pids mean nothing here."""
-
-
 def _sweep(parent: Path) -> None:
-    """This host's directories whose kernel is gone (a SIGKILL leaves them) are removed."""
+    """This host's directories whose kernel is gone (a SIGKILL leaves them) are removed:
+    named `<host>-<pid>-...`, another host's live sessions are left alone."""
     with contextlib.suppress(OSError):
         for entry in parent.iterdir():
             host, _, rest = entry.name.partition("-")
             pid = rest.partition("-")[0]
-            if host == _HOST and pid.isdigit() and not running(int(pid)):
+            if host == HOST and pid.isdigit() and not running(int(pid)):
                 shutil.rmtree(entry, ignore_errors=True)
 
 

@@ -8,6 +8,7 @@ model values and imports nothing above them; which file, when to write and what 
 is the service's side (`service/cache.py`). See docs/store.md.
 """
 
+from ipylsp.store.db import STORE_ENV
 from ipylsp.store.store import Store, Stored, StoredSymbols, StoreInfo, text_hash
 
-__all__ = ["Store", "StoreInfo", "Stored", "StoredSymbols", "text_hash"]
+__all__ = ["STORE_ENV", "Store", "StoreInfo", "Stored", "StoredSymbols", "text_hash"]

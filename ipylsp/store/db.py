@@ -4,7 +4,14 @@ WAL lets several kernels and the Jupyter server read while one writes; `busy_tim
 writer wait for another's short transaction instead of failing. The schema version is
 `PRAGMA user_version`; `MIGRATIONS[n]` takes a file from version n to n + 1. A file that is
 not a database, is truncated or fails `quick_check` is moved aside (`<name>.corrupt-<time>`)
-and rebuilt, with one warning: what it held was a cache.
+and rebuilt, with one warning, when no connection anywhere has it open: what it held was a
+cache.
+
+Owns the database file, its WAL and shm, and `<file>.lock` (every connection holds it shared
+while open, a rebuild exclusive). Never opens the database file itself (POSIX locks are the
+process's: closing any descriptor of it drops them all, and another process then checkpoints
+and removes the WAL under this one's connections); never used on a network file system.
+Knows nothing of answers or rows (`store.py`).
 """
 
 from __future__ import annotations
@@ -13,16 +20,23 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 import sqlite3
+import stat
+import threading
 import time
-from collections.abc import Iterator
+import urllib.parse
 from pathlib import Path
+from typing import IO
 
 from ipylsp.private import owned_dir
 
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
+STORE_ENV = "IPYLSP_STORE"
+"""A store file for every process that inherits it (kernels, the Jupyter server, the CLI);
+the service's side reads it (`service/cache.py`)."""
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -100,45 +114,109 @@ VERSION = len(MIGRATIONS)
 
 
 class StoreUnavailable(Exception):
-    """The file is sound but not usable now: locked past every retry, or a newer ipylsp's
-    schema. Never a reason to move it aside."""
+    """The file cannot be used now, and is not moved: locked past every retry, a newer
+    ipylsp's schema, on a network file system, or damaged while another process has it
+    open."""
 
 
 LOCKED_FOR = 15.0
 """Seconds an open keeps retrying a file another process holds locked (SQLite reports some
-locks at once instead of waiting: a writer creating the file, switching it to WAL). Opens run
-on a thread of their own: no check waits for this."""
+locks at once instead of waiting: a writer creating the file, switching it to WAL), or waits
+for another process's rebuild. Opens run on a thread of their own: no check waits for this."""
+
+NETWORK_FILE_SYSTEMS = frozenset({
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "fuse.glusterfs",
+    "fuse.sshfs", "sshfs", "lustre", "gpfs", "beegfs", "afs", "fuse.ceph-fuse", "fuse.s3fs",
+    "fuse.gcsfuse", "fuse.rclone", "fuse.juicefs", "ocfs2", "gfs2", "panfs", "coda", "ncpfs",
+})
+"""File systems whose processes may sit on other hosts: WAL's shared memory does not work
+across hosts, and their byte-range locks may not either (SQLite's FAQ)."""
 
 
-def connect(path: Path, *, check: bool = True) -> sqlite3.Connection:
-    """An open, migrated connection; a corrupt file is moved aside and rebuilt once.
-    `check`: run `quick_check` (it reads every page: once per process is enough).
-    `StoreUnavailable` for anything that is not corruption (a directory, no permission, a
-    disk error, a lock held too long, a newer schema): such a path is never moved.
+class Connection(sqlite3.Connection):
+    """A connection that holds `<store>.lock` shared until it is closed: a rebuild (which
+    takes it exclusive) never moves aside a file some connection still uses."""
 
-    Every open holds `<path>.lock` shared and a rebuild holds it exclusive, so no process opens
-    the file (or creates a new one and its WAL) while another moves it and its WAL aside."""
+    _held: IO[str] | None = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            held, self._held = self._held, None
+            if held is not None:
+                held.close()  # another file than the database: its locks are untouched
+
+
+def connect(path: Path, *, check: bool = True) -> Connection:
+    """An open, migrated connection, holding the store's lock shared while open; a corrupt
+    file nobody else has open is moved aside and rebuilt once. `check`: run `quick_check`
+    (it reads every page: once per process is enough). `StoreUnavailable` for anything else
+    (a directory, no permission, a disk error, a lock held too long, a newer schema, a network
+    file system, a damaged file another process still has open): such a path is never moved.
+
+    The database file (and its WAL and shm) is never opened here but by SQLite: POSIX locks
+    belong to the process, and closing any descriptor of the file would drop every lock this
+    process's other connections hold on it (docs/store.md)."""
+    network = network_file_system(path.parent)
+    if network:
+        raise StoreUnavailable(
+            f"{path} is on a network file system ({network}), where SQLite cannot share it"
+            f" safely between processes; set IPyLSP.store_path (or ${STORE_ENV}) to a file on"
+            f" a local disk"
+        )
+    deadline = time.monotonic() + LOCKED_FOR
+    damage: sqlite3.DatabaseError | None = None
+    while True:
+        held = _lock_file(path)
+        if _lock(held, fcntl.LOCK_SH, deadline):
+            try:
+                conn = _open_retrying(path, check, deadline)
+            except sqlite3.DatabaseError as exc:
+                held.close()
+                _raise_unless_corrupt(path, exc)
+                damage = exc
+            except BaseException:
+                held.close()
+                raise
+            else:
+                conn._held = held
+                return conn
+        else:
+            held.close()
+            raise StoreUnavailable(f"{path}: another process holds its lock past {LOCKED_FOR} s")
+        # damaged: moved aside only while no connection anywhere holds the lock shared
+        held = _lock_file(path)
+        try:
+            if _lock(held, fcntl.LOCK_EX | fcntl.LOCK_NB, None):
+                _rebuild(path, check, damage)
+                continue  # opened again under a shared lock, like any other open
+        finally:
+            held.close()
+        if time.monotonic() >= deadline:
+            raise StoreUnavailable(
+                f"{path} is damaged ({damage}) and another ipylsp process has it open; it is"
+                f" rebuilt once none has"
+            )
+        time.sleep(0.1)  # a retry's backoff: another process may be rebuilding it
+
+
+def _rebuild(path: Path, check: bool, damage: sqlite3.DatabaseError) -> None:
+    """Under the exclusive lock: the file as another process may have rebuilt it meanwhile,
+    else moved aside (its WAL first) with one warning."""
     try:
-        with _path_lock(path, exclusive=False):
-            return _open_retrying(path, check)
+        _open(path, check).close()
+        return  # the other process rebuilt it
     except StoreUnavailable:
         raise
     except sqlite3.DatabaseError as exc:
         _raise_unless_corrupt(path, exc)
-    with _path_lock(path, exclusive=True):  # two processes finding it corrupt: one moves it
-        try:
-            return _open_retrying(path, check)  # the other process rebuilt it meanwhile
-        except StoreUnavailable:
-            raise
-        except sqlite3.DatabaseError as exc:
-            _raise_unless_corrupt(path, exc)
-            aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-            log.warning("ipylsp: the store %s is unreadable (%s); moved to %s and rebuilt",
-                        path, exc, aside.name)
-            for suffix in ("-wal", "-shm", ""):
-                with contextlib.suppress(FileNotFoundError):
-                    Path(f"{path}{suffix}").replace(Path(f"{aside}{suffix}"))
-        return _open_retrying(path, check)
+    aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+    log.warning("ipylsp: the store %s is unreadable (%s); moved to %s and rebuilt",
+                path, damage, aside.name)
+    for suffix in ("-wal", "-shm", ""):
+        with contextlib.suppress(FileNotFoundError):
+            Path(f"{path}{suffix}").replace(Path(f"{aside}{suffix}"))
 
 
 CORRUPT = ("not a database", "malformed", "quick_check failed", "file is encrypted")
@@ -153,26 +231,54 @@ def _raise_unless_corrupt(path: Path, exc: sqlite3.DatabaseError) -> None:
         raise StoreUnavailable(f"{path}: {exc}") from None
 
 
-@contextlib.contextmanager
-def _path_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
+def network_file_system(directory: Path, mountinfo: str | None = None) -> str:
+    """The type of the network file system `directory` is on ("" when local or not known):
+    the longest mount point above it in `mountinfo` (this process's, by default)."""
+    if mountinfo is None:
+        try:
+            mountinfo = Path("/proc/self/mountinfo").read_text("utf-8", errors="replace")
+        except OSError:
+            return ""
+    mounts = mountinfo
+    real = os.path.realpath(directory)
+    best, kind = "", ""
+    for line in mounts.splitlines():
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 5 or not rest:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, rest.split()[0]
+    return kind if kind in NETWORK_FILE_SYSTEMS else ""
+
+
+def _lock_file(path: Path) -> IO[str]:
     try:
         owned_dir(path.parent, narrow=False)
-        handle = os.fdopen(_private_file(f"{path}.lock"), "a")
+        return os.fdopen(_private_file(f"{path}.lock"), "a")
     except OSError as exc:
         raise StoreUnavailable(f"{path}: cannot lock it: {exc}") from None
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+
+
+def _lock(held: IO[str], how: int, deadline: float | None) -> bool:
+    """`flock` of the lock file; blocking ones retried until `deadline` (never forever: a
+    process stopped while it holds the lock exclusive must not hang every open)."""
+    while True:
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(held, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if deadline is None or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)  # a retry's backoff, not a synchronization
 
 
-def _open_retrying(path: Path, check: bool) -> sqlite3.Connection:
+def _open_retrying(path: Path, check: bool, deadline: float) -> Connection:
     """Two processes creating the file at once: the creator's lock is one the busy handler
-    does not wait for, so a locked open is tried again (briefly, for `LOCKED_FOR` s at most),
-    not taken for corruption."""
-    deadline = time.monotonic() + LOCKED_FOR
+    does not wait for, so a locked open is tried again (until `deadline`), not taken for
+    corruption."""
     attempt = 0
     while True:
         try:
@@ -192,9 +298,8 @@ def _locked(exc: sqlite3.OperationalError) -> bool:
 
 
 def _private_file(path: str | Path) -> int:
-    """A file of ours opened, made 0600 (one an older ipylsp made readable to others is
-    narrowed; SQLite gives its WAL and shm the file's mode), never a link planted in its
-    place."""
+    """A file of ours opened, made 0600, never a link planted in its place. Only for files
+    no connection opens (the lock file, a new database's first name)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     info = os.fstat(fd)
     if info.st_uid == os.geteuid() and info.st_mode & 0o077:
@@ -202,14 +307,47 @@ def _private_file(path: str | Path) -> int:
     return fd
 
 
-def _open(path: Path, check: bool) -> sqlite3.Connection:
+def _ensure_private(path: Path) -> None:
+    """The database file exists, 0600, a regular file of ours (not a link), without this
+    process ever holding a descriptor of it: a new one is made under a name of its own and
+    linked into place (a link never replaces a file another process made meanwhile); an
+    existing one (and its WAL and shm: SQLite gives them the file's mode) is narrowed by path.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        fresh = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+        with contextlib.suppress(FileNotFoundError):
+            fresh.unlink()
+        os.close(_private_file(fresh))
+        try:
+            os.link(fresh, path)
+        except FileExistsError:
+            pass  # another process made it first
+        finally:
+            fresh.unlink()
+        info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise StoreUnavailable(f"{path} is a symbolic link; the store is never kept behind one")
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreUnavailable(f"{path} is not a regular file")
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            side = os.lstat(f"{path}{suffix}")
+            if (stat.S_ISREG(side.st_mode) and side.st_uid == os.geteuid()
+                    and side.st_mode & 0o077):
+                os.chmod(f"{path}{suffix}", 0o600)
+
+
+def _open(path: Path, check: bool) -> Connection:
     try:
         owned_dir(path.parent, narrow=False)
-        os.close(_private_file(path))
-    except OSError as exc:  # a directory in its place, a parent not ours (NotPrivate), ...
+        _ensure_private(path)
+    except OSError as exc:  # a parent not ours (NotPrivate), no permission, ...
         raise StoreUnavailable(f"{path}: {exc}") from None
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                           check_same_thread=False)
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=rw"  # never created by SQLite
+    conn = sqlite3.connect(uri, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                           check_same_thread=False, uri=True, factory=Connection)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA synchronous = NORMAL")  # first: creating the file fsyncs less

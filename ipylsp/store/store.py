@@ -122,7 +122,7 @@ class Store:
         self.max_bytes = max_bytes
         self._read = connect(path)  # also creates or rebuilds the file, before the writer
         self._lock = threading.Lock()
-        self._writer = Writer(path, after_batch=self._evict)
+        self._writer = Writer(lambda: connect(path, check=False), after_batch=self._evict)
 
     def put_diagnostics(
         self, path: str, text: str, server: str, diagnostics: Sequence[Diagnostic],
@@ -249,6 +249,7 @@ class Store:
         return self.flush()
 
     def flush(self, timeout: float = 5.0) -> bool:
+        """Every put before now is in the file: False when one was dropped, or on timeout."""
         return self._writer.flush(timeout)
 
     def close(self) -> None:

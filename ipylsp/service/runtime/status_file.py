@@ -1,8 +1,10 @@
 """A small per-process status file, so `ipylsp status` in a terminal can list the servers that
 kernels (other processes) are running, and which are broken.
 
-`<data_dir>/run/status-<pid>-<n>.json`, rewritten only when the rows change; a file whose process is
-gone is ignored and removed by the reader.
+`<data_dir>/run/status-<host>-<pid>-<n>.json`, replaced whole (written beside, renamed) only
+when the rows change. Its process is named by host, pid and start time: a reader ignores
+another host's files (a home shared between machines) and removes this host's whose process is
+gone, a pid reused by another process included, but never a file written since it read it.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ipylsp.lsp.procfs import HOST, alive, start_time
 from ipylsp.private import owned_dir
 from ipylsp.service.runtime.pool import SlotStatus
 
 _last_written: dict[Path, str] = {}
+_STARTED = start_time(os.getpid())
 
 
 def _file(data_dir: Path, token: int) -> Path:
-    return data_dir / "run" / f"status-{os.getpid()}-{token}.json"
+    return data_dir / "run" / f"status-{HOST}-{os.getpid()}-{token}.json"
 
 
 def write_status(
@@ -33,6 +37,8 @@ def write_status(
     body = json.dumps(
         {
             "pid": os.getpid(),
+            "host": HOST,
+            "started": _STARTED,
             "errors": errors,
             "servers": [
                 {
@@ -64,16 +70,6 @@ def remove_status(data_dir: Path, token: int) -> None:
         path.unlink()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def read_status(data_dir: Path, *, skip_token: int | None = None) -> list[dict[str, Any]]:
     """Rows of every live process's status file, each with its owner's pid as `owner`;
     `skip_token`: not this process's file of that token (a service reading its own rows)."""
@@ -98,8 +94,8 @@ def read_published(
 
 
 def _pid_and_token(path: Path) -> tuple[int, int, str]:
-    """`status-<pid>-<token>.json` in the order of its numbers (not of their digits)."""
-    _, pid, token = [*path.stem.split("-"), "", ""][:3]
+    """`status-<host>-<pid>-<token>.json` in the order of its numbers (not of their digits)."""
+    pid, token = [*path.stem.split("-")[-2:], "", ""][:2]
     return (int(pid) if pid.isdigit() else -1, int(token) if token.isdigit() else -1, path.name)
 
 
@@ -114,15 +110,19 @@ def _live_files(data_dir: Path, skip_token: int | None) -> list[tuple[int, dict[
         if path == skip:
             continue
         try:
-            content = json.loads(path.read_text())
+            with path.open(encoding="utf-8") as handle:
+                inode = os.fstat(handle.fileno()).st_ino
+                content = json.load(handle)
             owner = int(content["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
+            host, started = str(content.get("host", HOST)), int(content.get("started", 0))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-        if not isinstance(content, dict):
+        if host != HOST:  # another machine's process: nothing here can tell if it runs
             continue
-        if not _alive(owner):
+        if not alive(owner, started):
             with contextlib.suppress(OSError):
-                path.unlink()
+                if os.stat(path).st_ino == inode:  # not one its pid's new process wrote since
+                    path.unlink()
             continue
         found.append((owner, content))
     return found
