@@ -38,7 +38,7 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def split_lines(text: str) -> list[str]:
-    """`analysis.positions.split_lines` (LSP line ends), at C speed for LF and CRLF texts."""
+    """`positions.split_lines` (LSP line ends), at C speed for LF and CRLF texts."""
     if "\r" not in text:
         return text.split("\n")
     if text.count("\r") == text.count("\r\n"):

@@ -1,7 +1,7 @@
 """The diagnostics model: plain, frozen values shared by every layer above the wire.
 
 Positions here are 0-based lines and 0-based columns in *characters* (Unicode code points).
-The wire's encoding (UTF-16 by default) is converted exactly once, in `analysis.positions`,
+The wire's encoding (UTF-16 by default) is converted exactly once, in `model/positions.py`,
 when a server's message is parsed. Formatting for people and agents adds 1 to both.
 """
 

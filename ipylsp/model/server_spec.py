@@ -1,6 +1,6 @@
 """What a language server is, as data: the registry is a list of these rows.
 
-Adding a server is adding a `ServerSpec` to `lsp.server_rows`. Nothing here runs anything.
+Adding a server is adding a `ServerSpec` to `servers/catalogue.py`. Nothing here runs anything.
 """
 
 from __future__ import annotations

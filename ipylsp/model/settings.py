@@ -61,7 +61,7 @@ WORKSPACE_MARKERS: tuple[str, ...] = (
     "flake.nix",
     ".ipylsp",
 )
-"""What makes a directory a project (`lsp.roots.workspace_gate`) when it is not in a git
+"""What makes a directory a project (`roots.workspace_gate`) when it is not in a git
 worktree; `Settings.workspace_markers` by default. Here, at the bottom, so settings need not
 import `lsp`."""
 

@@ -5,7 +5,7 @@ language id is one of the spec's `languages`. Which of the servers for a languag
 by `servers_for`: the roles in ``Settings.language_servers`` where the language has an entry
 (Python: a type checker and a linter), else every row with ``activation="default"``.
 
-The rows themselves are data in `server_rows.py`.
+The rows themselves are data in `catalogue.py`.
 """
 
 from __future__ import annotations

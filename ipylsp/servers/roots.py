@@ -206,7 +206,7 @@ def workspace_gate(
 
 def in_project(path: str | os.PathLike[str], markers: Iterable[str] = WORKSPACE_MARKERS) -> bool:
     """Whether `path` is in a project (git or marker), not only in the plain directory the
-    user works in, where servers discover no files of their own (`ServerSpec.plain_settings`)."""
+    user works in, where servers discover no files of their own (`ServerSpec.plain`)."""
     return _gate(path, markers, None) is not None
 
 

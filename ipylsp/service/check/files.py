@@ -52,7 +52,7 @@ class ServerOutcome:
 
     @functools.cached_property
     def config(self) -> str:
-        """What the server's answers depend on besides the text (`stored.config_key`):
+        """What the server's answers depend on besides the text (`cache.config_key`):
         computed once, for the baseline lookup and the puts alike."""
         return config_key(self.slot)
 
@@ -76,7 +76,7 @@ class FilePlan:
     held_back: bool
     """A syntax error introduced by the write: the servers are not asked."""
     shown_root: Path | None = None
-    """The workspace its path is shown relative to (`reports.display_root`)."""
+    """The workspace its path is shown relative to (`file_reports.display_root`)."""
     outcomes: list[ServerOutcome] = field(default_factory=list)
     virtual: bool = False
     """An in-memory document (`FileCheck.virtual`): its content is its text, never saved."""
