@@ -353,8 +353,9 @@ def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     if unchecked:  # nothing could check these: that is not "clean"
         print(f"ipylsp check: no language server for {', '.join(unchecked)}", file=sys.stderr)
         return EXIT_FAILURE
-    if report.has_unknown:
-        return EXIT_FAILURE
+    reported = {f.path for f in report.files}
+    if report.has_unknown or any(f.path not in reported for f in files):
+        return EXIT_FAILURE  # a file not checked at all (a FIFO, too large): a note says why
     views = fmt.select(report, options)
     return EXIT_PROBLEMS if any(v.shown or v.omitted for v in views) else EXIT_CLEAN
 

@@ -94,6 +94,10 @@ class IPyLSP(Configurable):
         config=True
     )
     max_open_documents = Int(50, min=1, help="Documents kept open per server.").tag(config=True)
+    max_file_mb = Float(
+        8.0, min=0, help="The largest file checked, in MB: a larger one is not checked (said in "
+        "one line), and a cell's write watcher does not read its text before. 0: no limit."
+    ).tag(config=True)
     data_dir = Unicode("", help="Where servers are installed (default: the user data dir).").tag(
         config=True
     )
@@ -161,6 +165,7 @@ class IPyLSP(Configurable):
             semantic_after_syntax_error=bool(self.semantic_after_syntax_error),
             idle_timeout=float(self.idle_timeout),
             max_open_documents=int(self.max_open_documents),
+            max_file_mb=float(self.max_file_mb),
             data_dir=Path(self.data_dir).expanduser() if self.data_dir else None,
             workspace_markers=tuple(str(m) for m in self.workspace_markers),
             trusted_roots=tuple(Path(str(p)).expanduser().resolve() for p in self.trusted_roots),

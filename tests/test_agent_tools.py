@@ -19,7 +19,7 @@ from ipylsp.agent.tools import ORDER
 from ipylsp.agent.tools.queries import FEATURE_TOOLS
 from ipylsp.model.diagnostics import Report
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
-from ipylsp.model.settings import Settings
+from ipylsp.model.settings import MB, Settings
 from ipylsp.service.service import Service
 from tests.conftest import fake_command
 from tests.real_servers import DATA_DIR, require, write
@@ -362,6 +362,28 @@ def test_a_cells_code_is_read_with_ipythons_transforms_without_a_kernel(box: Too
         'ERROR [3:14] Object of type `Literal["s"]` is not assignable to `int` '
         "[invalid-assignment] (ty)",
     ], text
+
+
+@pytest.mark.real
+def test_a_fifo_or_a_file_over_the_limit_is_one_sentence(box: Toolbox) -> None:
+    """Issue 28: a FIFO is refused before anything opens it (reading one waits for a writer);
+    a file over `max_file_mb` (8 MB here) is not checked, and the answer says so in one line."""
+    root = box.workspace.root
+    os.mkfifo(root / "pipe.py")
+    (root / "big.py").write_bytes(b"x = 1\n" * (9 * MB // 6))
+    try:
+        fifo = box.call("lsp_check", {"path": "pipe.py"})
+        assert (fifo.ok, fifo.text) == (
+            False, "error [invalid_argument]: pipe.py is a FIFO, not a regular file; give a file",
+        )
+        big = box.call("lsp_check", {"path": "big.py"})
+        assert (big.ok, big.text) == (
+            True, "not checked: big.py is 9 MB, over the 8 MB limit (IPyLSP.max_file_mb)",
+        )
+        assert (big.data["files"], big.data["notes"]) == ([], [big.text])
+    finally:
+        (root / "pipe.py").unlink()
+        (root / "big.py").unlink()
 
 
 @pytest.mark.real

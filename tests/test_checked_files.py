@@ -3,6 +3,7 @@ as entries change, and always equals the count made from scratch over every know
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -69,3 +70,18 @@ def test_two_servers_reporting_one_problem_count_once() -> None:
     assert known.errors == 1
     known.forget(Path("/w/a.py"))
     assert known.errors == 0
+
+
+def test_a_file_no_longer_read_has_changed_on_disk(tmp_path: Path) -> None:
+    """A known file that grew over the limit, or was replaced by a FIFO, is not read (and never
+    opened): its text is not the one last checked, so it counts as changed, without raising."""
+    same, grown, fifo = tmp_path / "same.py", tmp_path / "grown.py", tmp_path / "fifo.py"
+    known = KnownFiles()
+    for path in (same, grown, fifo):
+        path.write_text("x = 1\n")
+        known.record(path, "x = 1\n", {}, {}, frozenset())
+    grown.write_text("x = 1\n" * 10)
+    fifo.unlink()
+    os.mkfifo(fifo)
+    assert known.changed_on_disk(max_bytes=20) == [grown, fifo]
+    assert known.changed_on_disk([same, fifo], max_bytes=None) == [fifo]

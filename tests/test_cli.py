@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ipylsp.cli import EXIT_CLEAN, EXIT_CLOSED_PIPE, EXIT_FAILURE, EXIT_PROBLEMS, main
-from ipylsp.model.settings import Settings
+from ipylsp.model.settings import MB, Settings
 from ipylsp.servers import executables, registry
 
 VENV_BIN = Path(sys.executable).parent
@@ -244,6 +244,44 @@ def test_check_as_a_real_process(ws: Path) -> None:
     )
     assert done.returncode == EXIT_PROBLEMS
     assert json.loads(done.stdout)["summary"]["shown"] == 1
+
+
+@pytest.mark.real
+def test_a_fifo_a_directory_and_a_file_over_the_limit_are_one_line_each(ws: Path) -> None:
+    """Issue 28: a FIFO named app.py took 37 s (reading it waited for a writer), then said both
+    "timed out" and "no language server"; a 22 MB file said `cannot check /abs/big.py:
+    TextTooLarge(...)`. Now each is one sentence at once: the file as the workspace shows it,
+    why, and for size the limit and its knob; exit 2 (not checked is not clean). The process
+    gets 60 s against a budget of 10: a regression fails here, it does not hang the run."""
+    os.mkfifo(ws / "app.py")
+    (ws / "pkg").mkdir()
+    (ws / "src").mkdir()
+    (ws / "src" / "big.py").write_bytes(b"x = 1\n" * (9 * MB // 6))  # 9 MB
+    (ws / "src" / "mid.py").write_bytes(b"x = 1\n" * (3 * MB // 12))  # 1.5 MB
+    config = ws.parent / "ipylsp_config.json"
+    config.write_text(json.dumps({"IPyLSP": {"max_file_mb": 1}}))
+
+    def check(*argv: str) -> tuple[int, str, str]:
+        done = subprocess.run(
+            [str(SCRIPT), "--data-dir", str(ws.parent / "data"), *argv],
+            cwd=ws, capture_output=True, text=True, timeout=60,
+        )
+        return done.returncode, done.stdout, done.stderr
+
+    assert check("check", "--timeout", "10", "app.py") == (
+        EXIT_FAILURE, "not checked: app.py is a FIFO, not a regular file\n", "",
+    )
+    assert check("check", "--timeout", "10", "pkg") == (
+        EXIT_FAILURE, "not checked: pkg is a directory, not a regular file\n", "",
+    )
+    assert check("check", "--timeout", "10", "src/big.py") == (
+        EXIT_FAILURE,
+        "not checked: src/big.py is 9 MB, over the 8 MB limit (IPyLSP.max_file_mb)\n", "",
+    )
+    assert check("--config", str(config), "check", "--timeout", "10", "src/mid.py") == (
+        EXIT_FAILURE,
+        "not checked: src/mid.py is 1.5 MB, over the 1 MB limit (IPyLSP.max_file_mb)\n", "",
+    )
 
 
 # --- status, list, which ----------------------------------------------------------------------

@@ -673,3 +673,35 @@ def test_the_signature_of_the_call_at_a_place(shell: InteractiveShell, app_writt
     answer = lsp(shell, "signature app.py:9:11")  # box = Box(|2)
     assert answer.error is None
     assert answer.text == "(width: int) -> Box\nparameter: width: int"
+
+
+@pytest.mark.real
+def test_a_file_the_check_does_not_read_is_one_line_on_every_surface(
+    shell: InteractiveShell, workspace: Path
+) -> None:
+    """Issue 28: a cell's write over `IPyLSP.max_file_mb` is skipped in one line (the watcher
+    reads no text before it, the check none at all), and `%lsp check` and `ipylsp.check()`
+    say the same sentence of it and of a FIFO, which is never opened: no repr, no
+    traceback, no other line."""
+    ws = workspace / "ws"
+    os.mkfifo(ws / "pipe.py")
+    big = "not checked: big.py is 1.5 MB, over the 1 MB limit (IPyLSP.max_file_mb)"
+    fifo = "not checked: pipe.py is a FIFO, not a regular file"
+    bundle = sorted(["text/plain", "text/html", MIME])
+    assert shell.run_cell("%config IPyLSP.max_file_mb = 1", store_history=False).success
+    try:
+        with capture_output() as captured:
+            result = shell.run_cell("open('big.py', 'w').write('x = 1\\n' * 262144)",
+                                    store_history=False)
+        assert result.success
+        assert [o.data["text/plain"] for o in captured.outputs] == [big]
+        assert (ws / "big.py").stat().st_size == 3 * 1024 * 1024 // 2
+        for line, said in (("check big.py", big), ("check pipe.py", fifo)):
+            answer = lsp(shell, line)
+            assert (answer.text, answer.mime, answer.displays, answer.error) == (
+                said, bundle, [], None,
+            )
+        assert repr(ipylsp.check(ws / "big.py")) == big
+        assert repr(ipylsp.check(ws / "pipe.py")) == fifo
+    finally:
+        assert shell.run_cell("%config IPyLSP.max_file_mb = 8", store_history=False).success

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from ipylsp.agent.errors import ToolError
+from ipylsp.service.check.before_text import special_file
 
 
 class Workspace:
@@ -43,6 +44,9 @@ class Workspace:
             )
         if real.is_dir():
             raise ToolError("invalid_argument", f"{value} is a directory; give a file")
+        special = special_file(real)  # never opened: a FIFO would wait for a writer
+        if special is not None:
+            raise ToolError("invalid_argument", f"{self.shown(real)} {special.why}; give a file")
         if must_exist and not real.is_file():
             raise ToolError(
                 "file_not_found",

@@ -177,7 +177,7 @@ class CellRecorder:
         on_spawn: Callable[[], str | None],
         child_touched: Callable[[str], bool],
         ignored_threads: Collection[int] = (),
-        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        max_text_bytes: int | None = DEFAULT_MAX_TEXT_BYTES,
         max_before_bytes: int = MAX_BEFORE_BYTES,
     ) -> None:
         self._rules = rules
@@ -322,7 +322,8 @@ class CellRecorder:
         return record
 
     def _read_before(self, path: str) -> Record | None:
-        current = read_file(path, min(self.max_text_bytes, self.budget))
+        limit = self.max_text_bytes
+        current = read_file(path, self.budget if limit is None else min(limit, self.budget))
         state = current.state
         if state is FileState.MISSING:
             return Record(None, True, False)

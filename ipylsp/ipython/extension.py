@@ -42,6 +42,7 @@ class CellChecks:
             roots_filter=self._in_workspace,
             roots=self._roots,
             child_mode="auto" if self.config.check_shell_writes else "off",
+            max_text_bytes=self.config.to_settings().max_file_bytes,
         )
         self.config.observe(self._on_config_change)
         self.last_writes: list[Write] = []
@@ -81,6 +82,8 @@ class CellChecks:
             self._data_dir = _real_data_dir(self.config)
         if name == "check_shell_writes":
             self.watcher.child_mode = "auto" if change["new"] else "off"
+        if name == "max_file_mb":  # the check's limit is the watcher's
+            self.watcher.max_text_bytes = self.config.to_settings().max_file_bytes
         if self._service is not None:
             self._service.configure(**_settings_changes(self.config))
 

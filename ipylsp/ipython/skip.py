@@ -12,6 +12,11 @@ Decisions:
   (``ipylsp.service.check.before_text.decode``), language servers need valid Unicode, and a
   Latin-1 file keeps one character per byte, so the columns of its diagnostics still line up.
   Undecodable UTF-8 is not treated as binary.
+- **Size**: a text over `IPyLSP.max_file_mb` (`Settings.max_file_bytes`, the check's own limit)
+  is not read: its text before the cell is unknown, and the check says in one line that it
+  did not check it.
+- **Not a file**: a path is stat'ed before it is opened, so a FIFO, a device or a socket is
+  never opened (opening a FIFO waits for a writer; a device may act on being opened).
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ from __future__ import annotations
 import enum
 import os
 import stat
+import sys
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+
+from ipylsp.model.settings import Settings
 
 SKIP_DIRS: frozenset[str] = frozenset(
     {
@@ -47,7 +55,8 @@ SKIP_DIRS: frozenset[str] = frozenset(
 
 VENV_MARKER = "pyvenv.cfg"
 SNIFF_BYTES = 8192
-DEFAULT_MAX_TEXT_BYTES = 2 * 1024 * 1024
+DEFAULT_MAX_TEXT_BYTES: int | None = Settings().max_file_bytes
+"""`IPyLSP.max_file_mb`'s default, in bytes (None: no limit)."""
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -78,13 +87,19 @@ class FileText:
     size: int = 0
 
 
-def read_file(path: str, max_bytes: int, *, want_text: bool = True) -> FileText:
-    """Classify `path` and, for a text file of at most `max_bytes`, return its text.
+def read_file(path: str, max_bytes: int | None, *, want_text: bool = True) -> FileText:
+    """Classify `path` and, for a text file of at most `max_bytes` (None: any size), return
+    its text.
 
-    Opens with O_NONBLOCK, so a FIFO never blocks the caller (it is reported NOT_FILE). With
-    `want_text=False` only the first `SNIFF_BYTES` are read (enough to tell text from binary).
+    Stats first and opens only a regular file, with O_NONBLOCK (should it have been swapped
+    for a FIFO meanwhile, it is reported NOT_FILE, never waited on). With `want_text=False`
+    only the first `SNIFF_BYTES` are read (enough to tell text from binary).
     """
+    if max_bytes is None:
+        max_bytes = sys.maxsize
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return FileText(FileState.NOT_FILE)
         fd = os.open(path, _READ_FLAGS)
     except (FileNotFoundError, NotADirectoryError):
         return FileText(FileState.MISSING)

@@ -43,7 +43,8 @@ background child that outlives its cell is not followed.
 ``node_modules``, ``.venv``, ``venv``, ``__pycache__``, caches, ``build``, ``dist``,
 ``target``...) below a root; directories holding ``pyvenv.cfg``; binary files (a NUL in the first
 8 KiB); FIFOs, devices, directories. Text is UTF-8 with ``errors="replace"`` (as the service
-reads it); files over `max_text_bytes` (2 MiB) are reported with an unknown before.
+reads it); files over `max_text_bytes` (``IPyLSP.max_file_mb``, the check's own limit) are
+reported with an unknown before, and the check says in one line that it did not check them.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class WriteWatcher:
         roots: Callable[[], Iterable[str | os.PathLike[str]]] | None = None,
         child_mode: ChildMode = "auto",
         skip_dirs: Collection[str] = SKIP_DIRS,
-        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        max_text_bytes: int | None = DEFAULT_MAX_TEXT_BYTES,
         max_before_bytes: int = MAX_BEFORE_BYTES,
         max_scan_files: int = 200_000,
         max_watch_dirs: int = 50_000,

@@ -14,6 +14,8 @@ from typing import Literal
 from ipylsp.model.server_spec import ServerOverride, ServerSpec
 
 SeverityFilter = Literal["error", "warning", "all"]
+MB = 1024 * 1024
+"""The megabyte of the size knobs (`store_max_mb`, `max_file_mb`)."""
 InstallStrategy = Literal["manual", "auto"]
 
 DEFAULT_LANGUAGE_SERVERS: Mapping[str, tuple[str, ...]] = {
@@ -122,6 +124,10 @@ class Settings:
     """The store's file; None: `$IPYLSP_STORE`, else `<data_dir>/store.v2.sqlite3`."""
     store_max_mb: float = 64.0
     """The store's size cap; over it the least recently used answers go. 0: no cap."""
+    max_file_mb: float = 8.0
+    """The largest file ipylsp reads as a document, on every path that reads one: the check
+    (a larger file is not checked, and the report says so in one line) and the write
+    watcher (a larger file's text before the cell is not read). 0: no limit."""
     workspace_markers: tuple[str, ...] = WORKSPACE_MARKERS
     """Files that make a directory a workspace besides a git worktree: paths in reports are
     shown relative to it, and servers are never rooted above it."""
@@ -134,3 +140,8 @@ class Settings:
     """Directories whose projects servers may be rooted in although another user can write
     to them or above them (a container's bind mount owned by the host's user, a WSL drive):
     the user vouches for whoever else can write there."""
+
+    @property
+    def max_file_bytes(self) -> int | None:
+        """`max_file_mb` in bytes; None: no limit."""
+        return int(self.max_file_mb * MB) if self.max_file_mb > 0 else None

@@ -25,7 +25,7 @@ from ipylsp.model.diagnostics import Unknown, UnknownReason
 from ipylsp.model.positions import word_at
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.servers import languages
-from ipylsp.service.check.before_text import TextTooLarge, read_text, readable_text
+from ipylsp.service.check.before_text import FileRefused, read_text, readable_text
 from ipylsp.service.runtime.pool import Slot
 from ipylsp.service.state import ServiceState
 
@@ -59,7 +59,8 @@ async def request_feature(
     """`direction` is for calls, `new_name` for rename, `query` for workspace symbols (whose
     `path` only chooses the servers)."""
     kind = feature.kind
-    text = readable_text(path)
+    limit = state.settings.max_file_bytes
+    text = readable_text(path, limit)
     if text is None:
         return FeatureResult(kind, error=f"no such file: {path}", reason=UnknownReason.NO_FILE)
     language_id = languages.language_id(path)
@@ -70,8 +71,8 @@ async def request_feature(
         )
     if not protocol.loaded():  # its ~0.3 s import runs beside the loop, not on it
         await asyncio.to_thread(protocol.warm)
-    q = Query(At(path, text, line, column), language_id, deadline, readable_text,
-              direction, new_name, query)
+    q = Query(At(path, text, line, column), language_id, deadline,
+              lambda place: readable_text(place, limit), direction, new_name, query)
     failures = _Failures(kind, [])
     answers: list[FeatureResult[A]] = []
     for spec in state.resolver.servers(path):
@@ -132,17 +133,20 @@ def _name_scope(state: ServiceState, path: Path) -> Path:
     return state.resolver.shown_root(path) or path.parent
 
 
-async def resync(client: LanguageClient, skip: Path, deadline: float) -> None:
+async def resync(
+    client: LanguageClient, skip: Path, deadline: float, max_bytes: int | None
+) -> None:
     """Make the documents `client` has open match the disk (an editor or `git checkout`
     changed them behind our back): a changed text is sent, a vanished file closed and
-    announced as deleted. `skip`: the queried file, synced by the caller."""
+    announced as deleted. `skip`: the queried file, synced by the caller; `max_bytes`:
+    `Settings.max_file_bytes`."""
     gone: list[tuple[Path, int]] = []
     for doc in client.documents:
         if doc.path == skip:
             continue
         try:
-            text = read_text(doc.path)
-        except (OSError, TextTooLarge):  # unreadable now (a directory, too large)
+            text = read_text(doc.path, max_bytes)
+        except FileRefused:  # not read now (a directory, too large, unreadable)
             continue  # leave the server's text alone
         if text is None:
             await client.close_document(doc.path)
@@ -191,7 +195,7 @@ async def _ask_one(
         client = await state.pool.acquire(slot, q.deadline)
         if not supports(client, feature.capability):
             return None
-        await resync(client, path, q.deadline)
+        await resync(client, path, q.deadline, state.settings.max_file_bytes)
         await client.sync_document(path, q.at.text, q.language_id, deadline=q.deadline)
         answer = await feature.ask(client, q)
     except ClientError as exc:

@@ -269,7 +269,7 @@ class Service:
     def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
         """Checked files (all, or those of `paths`) whose text on disk is no longer the text
         last checked: an editor, another process or `git checkout` changed them."""
-        return self._state.known.changed_on_disk(paths)
+        return self._state.known.changed_on_disk(paths, self.settings.max_file_bytes)
 
     def check_rest(
         self,

@@ -7,7 +7,9 @@ earlier check go first. At the deadline, files still unanswered are a budget cut
 server (`Report.unknown`), not a timeout of the server; their requests keep going in the
 background (`BatchResult.late`: the service hands late answers to the pending channel). A
 server counts toward "broken" only when it answered nothing at all in the check. Other open
-files are re-diagnosed once per batch.
+files are re-diagnosed once per batch. A file that is not read (`before_text.FileRefused`: not
+a regular file, over `max_file_mb`, unreadable) is not one of the report's files: a note says
+why, in one line.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ipylsp.analysis.naturalsort import natural_key
 from ipylsp.lsp.client import FILE_CREATED, ClientError
 from ipylsp.model.diagnostics import FileReport, Unknown, UnknownReason, display_path
 from ipylsp.service.check import elsewhere, server_run
+from ipylsp.service.check.before_text import FileRefused
 from ipylsp.service.check.file_reports import merge_reports
 from ipylsp.service.check.files import Checker, FilePlan, ServerOutcome
 from ipylsp.service.check.server_run import Job, ServerRun
@@ -92,6 +95,10 @@ async def check(
     for item, planned_one in zip(chosen, planned, strict=True):
         if isinstance(planned_one, FilePlan):
             plans.append(planned_one)
+        elif isinstance(planned_one, FileRefused):  # not a document: said in one line
+            result.notes.append(
+                planned_one.sentence(display_path(item.path, lookups.shown_root(item.path)))
+            )
         elif isinstance(planned_one, Exception):  # an unreadable file fails alone
             log.warning("cannot check %s: %r", item.path, planned_one)
             shown = lookups.shown_root(item.path)

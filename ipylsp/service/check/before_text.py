@@ -1,20 +1,76 @@
 """Where a baseline text comes from when the service does not know it (`checked_files`): the file on
-disk, its git HEAD version.
+disk, its git HEAD version; and how a file on disk is read as a document at all.
 
 The baseline of a write is the text before it: given by the caller, else the last text the
 service saw for the file, else the file's git HEAD version, else empty (a new file).
+
+A file is read only when it is a regular file of at most `Settings.max_file_bytes`: the path is
+stat'ed first, so a FIFO, a device, a socket or a directory is never opened (opening a FIFO
+blocks until a writer comes; a device may act on being opened), and it is opened without
+blocking in case it was swapped meanwhile. Anything else is `FileRefused`, which says why in one
+sentence.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 from pathlib import Path
 
-MAX_FILE_BYTES = 8 * 1024 * 1024
+from ipylsp.model.settings import MB, Settings
+
+MAX_FILE_BYTES = Settings().max_file_bytes
+"""The default limit (`Settings.max_file_mb`), for readers that are given no settings."""
+
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
-class TextTooLarge(Exception):
-    pass
+class FileRefused(Exception):
+    """A path that is not read as a document: not a regular file, over the size limit, or not
+    readable. `sentence(shown)` is the one line a report says about it."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+    def sentence(self, shown: str) -> str:
+        """`not checked: app.py is a FIFO, not a regular file`, with the path as shown."""
+        return f"not checked: {shown} {self.why}"
+
+
+def _megabytes(size: int) -> str:
+    mb = size / MB
+    return f"{mb:.3g} MB" if mb < 1000 else f"{mb:.0f} MB"
+
+
+def _not_regular(mode: int) -> FileRefused:
+    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+    return FileRefused(f"is {kind}, not a regular file")
+
+
+def _too_large(size: int, limit: int) -> FileRefused:
+    return FileRefused(
+        f"is {_megabytes(size)}, over the {_megabytes(limit)} limit (IPyLSP.max_file_mb)"
+    )
+
+
+def special_file(path: Path) -> FileRefused | None:
+    """Why `path` is not read when it exists and is not a regular file (a FIFO, a device, a
+    socket, a directory), from a stat alone; None otherwise."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else _not_regular(mode)
 
 
 def decode(data: bytes) -> str:
@@ -22,23 +78,41 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def read_text(path: Path) -> str | None:
-    """The file's text, or None when it does not exist (deleted)."""
+def read_text(path: Path, max_bytes: int | None = MAX_FILE_BYTES) -> str | None:
+    """The file's text, or None when it does not exist (deleted). `FileRefused` when it is not a
+    regular file, is larger than `max_bytes` (None: no limit) or cannot be read."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise TextTooLarge(f"{path.name} is {size} bytes (limit {MAX_FILE_BYTES})")
-        return decode(path.read_bytes())
-    except FileNotFoundError:
+        return _read(path, max_bytes)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:  # permission denied, a symlink loop, an I/O error
+        raise FileRefused(f"cannot be read ({exc.strerror or exc})") from None
 
 
-def readable_text(path: Path) -> str | None:
-    """The text of a regular file, or None when it is missing, unreadable or too large (a
-    place an answer points into, a stored answer's file: nothing to raise about)."""
+def _read(path: Path, max_bytes: int | None) -> str:
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise _not_regular(mode)
+    with open(os.open(path, _READ_FLAGS), "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):  # swapped since the stat
+            raise _not_regular(st.st_mode)
+        if max_bytes is None:
+            return decode(handle.read())
+        if st.st_size > max_bytes:
+            raise _too_large(st.st_size, max_bytes)
+        data = handle.read(max_bytes + 1)  # it may be growing: never more than the limit
+    if len(data) > max_bytes:
+        raise _too_large(len(data), max_bytes)
+    return decode(data)
+
+
+def readable_text(path: Path, max_bytes: int | None = MAX_FILE_BYTES) -> str | None:
+    """The text of a regular file, or None when it is missing, unreadable or refused (a place
+    an answer points into, a stored answer's file: nothing to raise about)."""
     try:
-        return read_text(path) if path.is_file() else None
-    except (OSError, TextTooLarge):
+        return read_text(path, max_bytes)
+    except FileRefused:
         return None
 
 

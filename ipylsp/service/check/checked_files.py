@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ipylsp.analysis.report.merge import errors
 from ipylsp.model.diagnostics import Diagnostic
-from ipylsp.service.check.before_text import read_text
+from ipylsp.service.check.before_text import MAX_FILE_BYTES, FileRefused, read_text
 
 MAX_KNOWN_FILES = 2000
 """Files whose last text and results are kept as baselines; older ones fall back to git HEAD."""
@@ -76,11 +76,21 @@ class KnownFiles:
         files touches those too)."""
         return (p for p in reversed(self._files) if p not in self._virtual)
 
-    def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
-        """Known files (all, or those of `paths`) whose disk text is not the last checked."""
+    def changed_on_disk(
+        self, paths: Iterable[Path] | None = None, max_bytes: int | None = MAX_FILE_BYTES
+    ) -> list[Path]:
+        """Known files (all, or those of `paths`) whose disk text is not the last checked (or
+        is no longer read: grown over `max_bytes`, made unreadable)."""
         candidates = (list(self) if paths is None
                       else [p for p in paths if p in self and p not in self._virtual])
-        return [p for p in candidates if read_text(p) != self._files[p].text]
+        return [p for p in candidates if self._disk_text(p, max_bytes) != self._files[p].text]
+
+    @staticmethod
+    def _disk_text(path: Path, max_bytes: int | None) -> str | FileRefused | None:
+        try:
+            return read_text(path, max_bytes)
+        except FileRefused as refused:
+            return refused
 
     def forget(self, path: Path) -> None:
         self._files.pop(path, None)

@@ -118,8 +118,9 @@ class Checker:
         proposed: bool = False,
     ) -> FilePlan:
         """Texts and the syntax tier's verdict for one file; no server is asked yet.
-        `shown_root`: its `display_root`, when the caller knows it already."""
-        disk_text = content if virtual else read_text(path)
+        `shown_root`: its `display_root`, when the caller knows it already. `FileRefused`
+        when the file is not read (`before_text.read_text`)."""
+        disk_text = content if virtual else read_text(path, self.state.settings.max_file_bytes)
         new_text = content if content is not None else disk_text
         known = self.state.known.get(path)
         # A preflight (`content=`) proposes an edit of the file as it is on disk now.
