@@ -353,9 +353,14 @@ def test_preflight_writes_nothing_and_hands_nothing_over(box: Toolbox) -> None:
 
 
 @pytest.mark.real
-def test_a_cells_code_is_read_with_ipythons_transforms_without_a_kernel(box: Toolbox) -> None:
+def test_a_cells_code_is_read_with_ipythons_transforms_without_a_kernel(
+    box: Toolbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No kernel runs here: the code is read as IPython would read it (magics, escapes and
-    prompts are not Python problems), and the rest is checked in the cell's own columns."""
+    prompts are not Python problems), and the rest is checked in the cell's own columns.
+    Without a kernel the cells' document lives in the current directory's project: the
+    workspace here, never the checkout (which may be where other users can write, /tmp)."""
+    monkeypatch.chdir(box.workspace.root)
     text = ok(box.call("lsp_check_cell", {
         "code": "%matplotlib inline\n!ls\n>>> x: int = 's'\nlen?", "severity": "error"}))
     assert text.splitlines()[1:-1] == [
