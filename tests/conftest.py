@@ -8,8 +8,8 @@ server exited is no descendant of pytest, but it carries the marker.
 
 The run leaves nothing behind: TMPDIR points into a directory of its own (set here at import, so
 servers such as pyright, kernels and their helpers write there; removed when pytest ends), and the
-status files (`<data_dir>/run/status-<host>-<pid>-<n>.json`) of this process, or of processes that are
-gone (a SIGKILLed kernel), are swept at the end.
+status files (`<data_dir>/run/status-<host>-<pid>-<n>.json`) of this process, or of processes
+that are gone (a SIGKILLed kernel), are swept at the end.
 
 Unit tests and real-part tests apart: a test that starts a process (a language server, a kernel,
 a Jupyter server, a browser, git, any subprocess), itself or through a fixture, is marked
@@ -61,6 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
     the children start with the default disposition, as they do under CI or a terminal."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    from tests import contracts
+
+    contracts.install()  # every report the tests render is checked against its schema
 
 
 def fake_command(*flags: str) -> tuple[str, ...]:

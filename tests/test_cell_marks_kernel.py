@@ -13,6 +13,7 @@ import pytest
 from jupyter_core.utils import run_sync
 
 from ipylsp.analysis.cells.marks import MIME_TYPE, SCHEMA
+from tests.contracts import validate_marks
 from tests.test_cells_kernel import CellKernel, ours, payload
 from tests.test_ipython_kernel import TY_RUFF, kernel_dir_for, seed_workspace
 
@@ -36,6 +37,7 @@ def ask(kernel: CellKernel, expression: str) -> dict[str, Any]:
     assert value["status"] == "ok", value
     payload = value["data"][MIME_TYPE]
     assert isinstance(payload, dict) and payload["schema"] == SCHEMA
+    validate_marks(payload)
     return payload
 
 

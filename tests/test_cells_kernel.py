@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.contracts import validate_report
 from tests.test_ipython_kernel import (
     FAKE_SERVER,
     MIME,
@@ -77,6 +78,7 @@ def ours(cell: Cell) -> list[str]:
 def payload(cell: Cell) -> dict[str, Any]:
     (data,) = [o["data"][MIME] for o in cell.outputs if o["output_type"] == "display_data"]
     assert isinstance(data, dict)
+    validate_report(data)
     return data
 
 

@@ -40,6 +40,7 @@ from nbclient.util import run_sync
 
 from ipylsp.lsp.process import wait_exited
 from tests.conftest import cmdline
+from tests.contracts import validate_report
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_SERVER = REPO / "tests" / "fixtures" / "fake_server.py"
@@ -370,6 +371,7 @@ def test_report_bundle_has_exactly_three_mime_types(write_paths: dict[str, Cell]
     html = display["data"]["text/html"]
     assert "open_w.py" in html and "is not assignable to" in html and "<script" not in html
     payload = display["data"][MIME]
+    validate_report(payload)
     assert payload["schema"] == "ipylsp.diagnostics/2"
     (entry,) = payload["files"]
     assert entry["path"] == "open_w.py"

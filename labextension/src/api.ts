@@ -6,7 +6,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { IReport, parseReport, SCHEMA } from './schema';
+import { Report, parseReport, SCHEMA } from './schema';
 
 /** `running`, `starting`, `broken` or `stopped` (other states may come). */
 export type ServerState = string;
@@ -76,7 +76,7 @@ export async function fetchStatus(): Promise<IStatus> {
 }
 
 /** The current problems (schema ipylsp.diagnostics/2): of `path` (server-relative) or all. */
-export async function fetchDiagnostics(path?: string): Promise<IReport> {
+export async function fetchDiagnostics(path?: string): Promise<Report> {
   const query: Record<string, string> = path === undefined ? {} : { path };
   return diagnosticsFrom(query);
 }
@@ -89,7 +89,7 @@ export const MAX_FILE_MARKS = 1000;
  * kernel, each marked cached (stale when the file changed since), up to `MAX_FILE_MARKS`;
  * no server is started.
  */
-export async function fetchStoredDiagnostics(path: string): Promise<IReport> {
+export async function fetchStoredDiagnostics(path: string): Promise<Report> {
   return diagnosticsFrom({
     path,
     cached: '1',
@@ -98,7 +98,7 @@ export async function fetchStoredDiagnostics(path: string): Promise<IReport> {
   });
 }
 
-async function diagnosticsFrom(query: Record<string, string>): Promise<IReport> {
+async function diagnosticsFrom(query: Record<string, string>): Promise<Report> {
   const report = parseReport(await getJSON('diagnostics', query));
   if (!report) {
     throw new ApiError(200, `the answer is not ${SCHEMA}`);

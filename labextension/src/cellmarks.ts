@@ -18,8 +18,8 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import {
   askKernel,
-  ICellMarks,
-  IMarksAnswer,
+  CellMarks,
+  MarksAnswer,
   kernelLanguage,
   marksExpression,
   preflightExpression
@@ -153,7 +153,7 @@ export class NotebookMarks implements IDisposable {
   }
 
   /** The marks `model`'s current text would have if it ran now (nothing runs). */
-  async preflight(model: ICellModel): Promise<IMarksAnswer | null> {
+  async preflight(model: ICellModel): Promise<MarksAnswer | null> {
     const kernel = await this._kernel();
     if (!kernel) {
       return null;
@@ -164,7 +164,7 @@ export class NotebookMarks implements IDisposable {
       return answer;
     }
     this._active = true;
-    const entry = answer.cells[0] as ICellMarks | undefined;
+    const entry = answer.cells[0] as CellMarks | undefined;
     if (entry) {
       this._place(model, { ...entry, count: this._known.get(model)?.count ?? null });
       this._changed.emit();
@@ -251,7 +251,7 @@ export class NotebookMarks implements IDisposable {
   }
 
   /** `entry`'s marks on `model`'s text now (moved when it was edited since). */
-  private _place(model: ICellModel, entry: ICellMarks): void {
+  private _place(model: ICellModel, entry: CellMarks): void {
     this._known.set(model, entry);
     const marks = followText(
       marksOf(entry.diagnostics),
@@ -301,6 +301,6 @@ export class NotebookMarks implements IDisposable {
   private _disposed = false;
   private _epoch = 0;
   private _generation = 0;
-  private _known = new Map<ICellModel, ICellMarks>();
+  private _known = new Map<ICellModel, CellMarks>();
   private _token = '';
 }

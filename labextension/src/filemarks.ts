@@ -18,7 +18,7 @@ import type { FileEditor } from '@jupyterlab/fileeditor';
 
 import { fetchStoredDiagnostics } from './api';
 import { followText, MarkStore, marksOf } from './marks';
-import type { IDiagnostic } from './schema';
+import type { Diagnostic } from './schema';
 
 /** How long to wait before asking again for an answer that is not the disk's text yet. */
 const RETRIES_MS = [150, 400, 1000, 2500];
@@ -90,7 +90,7 @@ export class FileMarks {
     }
   }
 
-  private async _stored(path: string): Promise<IDiagnostic[] | null> {
+  private async _stored(path: string): Promise<Diagnostic[] | null> {
     try {
       const report = await fetchStoredDiagnostics(path);
       return report.files.flatMap(f => f.diagnostics);

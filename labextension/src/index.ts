@@ -20,14 +20,14 @@ import { listIcon } from '@jupyterlab/ui-components';
 
 import { findCell, ICellProblems, NotebookMarks, revealCell } from './cellmarks';
 import { FileMarks } from './filemarks';
-import { IMarksAnswer } from './kernel';
+import { MarksAnswer } from './kernel';
 import { diagnosticsOf, MarkStore, marksExtension } from './marks';
 import { openLocation } from './open';
 import { serverRelative } from './paths';
 import { errorCount, INotebookProblems, ProblemsPanel } from './problems';
 import { rendererFactory, ReportEvents } from './renderer';
 import { countPhrase, ILocation, IRenderOptions, problemRows } from './report';
-import { IFileReport, MIME_TYPE } from './schema';
+import { FileReport, MIME_TYPE } from './schema';
 import { StatusItem } from './status';
 
 export const PROBLEMS_COMMAND = 'ipylsp:problems';
@@ -35,7 +35,7 @@ export const CHECK_CELL_COMMAND = 'ipylsp:check-cell';
 const PLUGIN_ID = 'ipylsp:plugin';
 
 /** A cell's problems as a report entry (`cell [n]`), for the Problems panel. */
-function cellEntry(path: string, problems: ICellProblems): IFileReport {
+function cellEntry(path: string, problems: ICellProblems): FileReport {
   const label = problems.count === null ? 'cell [ ]' : `cell [${problems.count}]`;
   return {
     path: label,
@@ -52,7 +52,7 @@ function cellEntry(path: string, problems: ICellProblems): IFileReport {
 }
 
 /** What "check this cell before running" says when it is done. */
-function preflightMessage(answer: IMarksAnswer | null): string {
+function preflightMessage(answer: MarksAnswer | null): string {
   if (answer === null || answer.state === 'not loaded') {
     return "ipylsp: this notebook's kernel has not loaded ipylsp (%load_ext ipylsp)";
   }
@@ -61,7 +61,8 @@ function preflightMessage(answer: IMarksAnswer | null): string {
   }
   const rows = problemRows(answer.cells[0]?.diagnostics ?? []);
   const found = rows.length ? countPhrase(rows.map(row => row[0].severity)) : 'no problem';
-  const unknown = answer.unknown.length ? `; no answer from ${answer.unknown.join(', ')}` : '';
+  const silent = answer.unknown ?? [];
+  const unknown = silent.length ? `; no answer from ${silent.join(', ')}` : '';
   return `ipylsp: ${found} in this cell if it ran now (checked, not run)${unknown}`;
 }
 

@@ -7,29 +7,18 @@
 
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 
-import type { IDiagnostic } from './schema';
+import type { CellMarks, MarksAnswer } from './generated/marks';
 
 export const MARKS_MIME = 'application/vnd.ipylsp.marks+json';
 export const MARKS_SCHEMA = 'ipylsp.marks/1';
+const STATES: readonly MarksAnswer['state'][] = [
+  'ready',
+  'not loaded',
+  'no cells checked',
+  'failed'
+];
 
-export interface ICellMarks {
-  cell_id: string | null;
-  count: number | null;
-  /** The text the marks are for (what ran, or what was checked before running). */
-  source: string;
-  diagnostics: IDiagnostic[];
-}
-
-export interface IMarksAnswer {
-  state: string;
-  token: string;
-  generation: number;
-  complete: boolean;
-  preflight: boolean;
-  cells: ICellMarks[];
-  unknown: string[];
-  error?: string;
-}
+export type { CellMarks, MarksAnswer } from './generated/marks';
 
 /** A Python string literal of `text` (JSON's escapes are Python's). */
 function literal(text: string): string {
@@ -51,16 +40,17 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function parseMarks(value: unknown): IMarksAnswer | null {
+export function parseMarks(value: unknown): MarksAnswer | null {
   if (!isObject(value) || value.schema !== MARKS_SCHEMA || !Array.isArray(value.cells)) {
     return null;
   }
   const cells = value.cells.filter(
-    (c): c is ICellMarks =>
+    (c): c is CellMarks =>
       isObject(c) && typeof c.source === 'string' && Array.isArray(c.diagnostics)
   );
   return {
-    state: typeof value.state === 'string' ? value.state : 'ready',
+    schema: MARKS_SCHEMA,
+    state: STATES.find(state => state === value.state) ?? 'ready',
     token: typeof value.token === 'string' ? value.token : '',
     generation: typeof value.generation === 'number' ? value.generation : 0,
     complete: value.complete === true,
@@ -83,7 +73,7 @@ export function parseMarks(value: unknown): IMarksAnswer | null {
 export function askKernel(
   kernel: Kernel.IKernelConnection,
   expression: string
-): Promise<IMarksAnswer | null> {
+): Promise<MarksAnswer | null> {
   const content: KernelMessage.IExecuteRequestMsg['content'] = {
     code: '',
     silent: true,
@@ -114,7 +104,7 @@ export function askKernel(
 
 /** Never throws: a throw in `onReply` would leave the future neither replied nor done (the
  * ask, and every later one, would wait forever). */
-function answerOf(reply: KernelMessage.IExecuteReplyMsg | undefined): IMarksAnswer | null {
+function answerOf(reply: KernelMessage.IExecuteReplyMsg | undefined): MarksAnswer | null {
   if (!reply || reply.content.status !== 'ok') {
     return null;
   }

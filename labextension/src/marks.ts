@@ -16,7 +16,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { utf16Column } from './paths';
 import { joinUnique, LABELS, problemRows } from './report';
-import type { IDiagnostic, Severity } from './schema';
+import type { Diagnostic, Severity } from './schema';
 
 /** One problem (a row: a problem several servers reported is one mark) where it is now. */
 export interface IMark {
@@ -26,14 +26,14 @@ export interface IMark {
   end_line: number;
   end_column: number;
   /** The row's diagnostics: the first says where and what, the others repeat it. */
-  row: IDiagnostic[];
+  row: Diagnostic[];
 }
 
 export function severityOf(mark: IMark): Severity {
   return mark.row[0].severity;
 }
 
-export function marksOf(diagnostics: IDiagnostic[]): IMark[] {
+export function marksOf(diagnostics: Diagnostic[]): IMark[] {
   return problemRows(diagnostics).map(row => ({
     line: row[0].line,
     column: row[0].column,
@@ -44,12 +44,12 @@ export function marksOf(diagnostics: IDiagnostic[]): IMark[] {
 }
 
 /** The row's diagnostics again, `same_as` pointing into the returned list. */
-export function diagnosticsOf(marks: IMark[]): IDiagnostic[] {
-  const out: IDiagnostic[] = [];
+export function diagnosticsOf(marks: IMark[]): Diagnostic[] {
+  const out: Diagnostic[] = [];
   for (const mark of marks) {
     const first = out.length;
     mark.row.forEach((d, i) => {
-      const moved: IDiagnostic = {
+      const moved: Diagnostic = {
         ...d,
         line: mark.line,
         column: mark.column,

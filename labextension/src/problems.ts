@@ -13,14 +13,14 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import { fetchDiagnostics } from './api';
 import { countPhrase, ILocation, IRenderOptions, problemRows, renderReport } from './report';
-import { IFileReport, IReport, Severity } from './schema';
+import { FileReport, Report, Severity } from './schema';
 
 /** One notebook's cells with problems, as the panel lists them. */
 export interface INotebookProblems {
   /** The notebook's path (server-relative), its group's header. */
   path: string;
   /** Each cell as a report entry (`path` "cell [n]", `cell`, `cell_id`). */
-  cells: IFileReport[];
+  cells: FileReport[];
   /** Put the cursor at a location of one of its cells. */
   open: (location: ILocation) => void;
 }
@@ -29,19 +29,19 @@ function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
-function severities(files: IFileReport[]): Severity[] {
+function severities(files: FileReport[]): Severity[] {
   return files.flatMap(f => problemRows(f.diagnostics).map(row => row[0].severity));
 }
 
 /** Errors, one per problem however many servers report it (what the status item counts). */
-export function errorCount(files: IFileReport[]): number {
+export function errorCount(files: FileReport[]): number {
   return severities(files).filter(s => s === 'error').length;
 }
 
 /**
  * `2 errors and 1 warning in 2 files`, `3 errors in 1 file and 2 cells`, or `No problems`.
  */
-export function problemsSummary(report: IReport, notebooks: INotebookProblems[] = []): string {
+export function problemsSummary(report: Report, notebooks: INotebookProblems[] = []): string {
   const cells = notebooks.flatMap(n => n.cells);
   const found = [...severities(report.files), ...severities(cells)];
   const files = report.files.filter(f => f.diagnostics.length).length;
@@ -97,7 +97,7 @@ export class ProblemsPanel extends Panel {
   }
 
   /** The last report shown (null before the first answer or after a failed one). */
-  get report(): IReport | null {
+  get report(): Report | null {
     return this._report;
   }
 
@@ -105,7 +105,7 @@ export class ProblemsPanel extends Panel {
    * A report rendered: its files (server-relative paths) are asked for first, so the server
    * checks what it does not know yet, then the whole list. While hidden: later.
    */
-  reportRendered(report: IReport): void {
+  reportRendered(report: Report): void {
     for (const file of report.files) {
       if (file.cell !== undefined) {
         continue; // a cell's document is the kernel's, never on disk
@@ -154,7 +154,7 @@ export class ProblemsPanel extends Panel {
     }
   }
 
-  private _show(report: IReport): void {
+  private _show(report: Report): void {
     this._report = report;
     this.removeClass('jp-mod-unavailable');
     const notebooks = this._notebooks().filter(n => n.cells.length);
@@ -170,7 +170,7 @@ export class ProblemsPanel extends Panel {
       header.className = 'jp-ipylsp-notebook-header';
       header.textContent = notebook.path;
       group.appendChild(header);
-      const cells: IReport = { ...report, files: notebook.cells, notes: [], unknown: [] };
+      const cells: Report = { ...report, files: notebook.cells, notes: [], unknown: [] };
       group.appendChild(
         renderReport(cells, {
           ...this._options,
@@ -198,7 +198,7 @@ export class ProblemsPanel extends Panel {
   private _header = new Panel();
   private _body = new Widget();
   private _summary = document.createElement('span');
-  private _report: IReport | null = null;
+  private _report: Report | null = null;
   private _pendingPaths = new Set<string>();
   private _stale = true;
   private _generation = 0;

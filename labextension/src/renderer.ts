@@ -9,19 +9,19 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import { IRenderOptions, renderReport } from './report';
-import { IReport, MIME_TYPE, parseReport } from './schema';
+import { Report, MIME_TYPE, parseReport } from './schema';
 
 /** Emitted whenever a report renders: the status item and the Problems panel refresh. */
 export class ReportEvents {
-  get rendered(): ISignal<this, IReport> {
+  get rendered(): ISignal<this, Report> {
     return this._rendered;
   }
 
-  emit(report: IReport): void {
+  emit(report: Report): void {
     this._rendered.emit(report);
   }
 
-  private _rendered = new Signal<this, IReport>(this);
+  private _rendered = new Signal<this, Report>(this);
 }
 
 export class DiagnosticsRenderer extends Widget implements IRenderMime.IRenderer {

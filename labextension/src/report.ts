@@ -6,17 +6,17 @@
  * Every string from a server goes in as text, never as HTML.
  */
 
-import type { ICached, IDiagnostic, IFileReport, IReport, IUnknown, Severity } from './schema';
+import type { Cached, Diagnostic, FileReport, Report, Unknown, Severity } from './schema';
 
 /** What a click on a location asks for. */
 export interface ILocation {
-  file: IFileReport;
-  diagnostic: IDiagnostic;
+  file: FileReport;
+  diagnostic: Diagnostic;
 }
 
 export interface IRenderOptions {
   /** The server-relative path to open for a file, or null when it cannot be opened. */
-  resolve: (file: IFileReport) => string | null;
+  resolve: (file: FileReport) => string | null;
   /** Open a location (the renderer and the panel open the editor). */
   open: (path: string, location: ILocation) => void;
   /**
@@ -30,7 +30,7 @@ export interface IRenderOptions {
  * `cached 3 min ago` (`, stale` when the file changed since), as text/plain says it; the age
  * counts from when the server answered, not from when the report was made.
  */
-export function cachedLabel(cached: ICached, now: number = Date.now()): string {
+export function cachedLabel(cached: Cached, now: number = Date.now()): string {
   const written = Date.parse(cached.written_at);
   const age = Math.max(0, Number.isNaN(written) ? cached.age_s : (now - written) / 1000);
   let ago: string;
@@ -76,9 +76,9 @@ function element<K extends keyof HTMLElementTagNameMap>(
 }
 
 /** Diagnostics grouped as text/plain shows them: one problem (row) per line. */
-export function problemRows(diagnostics: IDiagnostic[]): IDiagnostic[][] {
-  const rows: IDiagnostic[][] = [];
-  const rowOf = new Map<number, IDiagnostic[]>();
+export function problemRows(diagnostics: Diagnostic[]): Diagnostic[][] {
+  const rows: Diagnostic[][] = [];
+  const rowOf = new Map<number, Diagnostic[]>();
   diagnostics.forEach((d, index) => {
     const first = d.same_as === undefined ? undefined : rowOf.get(d.same_as);
     if (first) {
@@ -107,7 +107,7 @@ export function countPhrase(severities: Severity[]): string {
 
 /** `fixed 2 errors in shop.py`: one count per problem (`same_as` joins what two servers fixed),
  * when the JSON lists every fixed diagnostic; else the count of diagnostics it gives. */
-function fixedLine(file: IFileReport): string {
+function fixedLine(file: FileReport): string {
   const rows = problemRows(file.fixed);
   const phrase =
     file.fixed.length === file.fixed_count
@@ -117,7 +117,7 @@ function fixedLine(file: IFileReport): string {
 }
 
 /** `UNKNOWN [ty] timed out after 10.0 s: results for this file are incomplete; <hint>` */
-export function fileUnknownLine(u: IUnknown): string {
+export function fileUnknownLine(u: Unknown): string {
   let detail = u.detail ? ` ${u.detail}` : '';
   if (u.detail && u.reason === 'not installed') {
     detail = ` (${u.detail})`;
@@ -127,7 +127,7 @@ export function fileUnknownLine(u: IUnknown): string {
 }
 
 /** `UNKNOWN [basedpyright] 24 of 150 files not checked within 10.0 s; <hint>` */
-export function reportUnknownLine(u: IUnknown): string {
+export function reportUnknownLine(u: Unknown): string {
   const line = `UNKNOWN [${u.server}] ${u.detail || u.reason}`;
   return u.hint ? `${line}; ${u.hint}` : line;
 }
@@ -138,8 +138,8 @@ export function joinUnique(values: (string | null)[]): string {
 }
 
 function renderRow(
-  file: IFileReport,
-  row: IDiagnostic[],
+  file: FileReport,
+  row: Diagnostic[],
   target: string | null,
   options: IRenderOptions
 ): HTMLElement {
@@ -210,7 +210,7 @@ function renderRow(
   return node;
 }
 
-function renderFile(file: IFileReport, options: IRenderOptions): HTMLElement | null {
+function renderFile(file: FileReport, options: IRenderOptions): HTMLElement | null {
   const rows = problemRows(file.diagnostics);
   if (!rows.length && !file.unknown.length && !file.omitted && !file.fixed_count) {
     return null; // clean
@@ -243,7 +243,7 @@ function renderFile(file: IFileReport, options: IRenderOptions): HTMLElement | n
 }
 
 /** The report as DOM; `empty` is said when it holds nothing to show. */
-export function renderReport(report: IReport, options: IRenderOptions, empty = ''): HTMLElement {
+export function renderReport(report: Report, options: IRenderOptions, empty = ''): HTMLElement {
   const node = element('div', 'jp-ipylsp-report');
   for (const file of report.files) {
     const block = renderFile(file, options);
