@@ -508,3 +508,27 @@ def test_the_service_says_once_why_a_network_store_is_off(
     warnings = [r.getMessage() for r in caplog.records if r.name in STORE_LOGGERS]
     assert len(warnings) == 1 and "network file system (nfs4)" in warnings[0], warnings
     assert "set IPyLSP.store_path (or $IPYLSP_STORE) to a file on a local disk" in answers.problem
+
+
+def test_a_stored_outline_is_stale_past_the_read_limit(tmp_path: Path) -> None:
+    """Whether a stored answer still fits its file is read within `max_file_mb`, the one
+    limit of every read (a file the check would refuse is not read here either)."""
+    from dataclasses import replace as changed
+
+    from ipylsp.model.settings import Settings
+    from ipylsp.service.cache import Answers
+
+    source = tmp_path / "big.py"
+    source.write_text("def f():\n    pass\n" + "#" * 3000 + "\n")
+    answers = Answers(Settings(store_path=tmp_path / "store.sqlite3"))
+    try:
+        answers.put_symbols(source, source.read_text(), "ty", tmp_path,
+                            [Symbol("f", "function", 0, 4)])
+        assert answers.reader() is not None  # written
+        found = answers.outline(source)
+        assert found is not None and found[1].stale is False
+        answers.settings = changed(answers.settings, max_file_mb=0.001)  # 1,048 bytes
+        found = answers.outline(source)
+        assert found is not None and found[1].stale is True
+    finally:
+        answers.close()

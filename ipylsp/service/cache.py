@@ -78,8 +78,9 @@ def mark(diagnostics: Sequence[Diagnostic], stored: Stored, text: str | None) ->
     return tuple(replace(d, cached=cached) for d in diagnostics)
 
 
-def _cached(found: StoredSymbols) -> Cached:
-    return Cached(found.written_at, found.stale(lambda path: readable_text(Path(path))))
+def _cached(found: StoredSymbols, max_bytes: int | None) -> Cached:
+    return Cached(found.written_at,
+                  found.stale(lambda path: readable_text(Path(path), max_bytes)))
 
 
 OPEN_WAIT = 0.1
@@ -105,6 +106,9 @@ class Answers:
     def __init__(self, settings: Settings) -> None:
         self.configured = store_file(settings)
         """The file the settings name (None: off), whether or not it could be opened."""
+        self.settings = settings
+        """The service's settings (`configure` keeps them current): how much of a file is
+        read to tell whether a stored answer is stale."""
         self._file = self.configured
         self._max_bytes = int(settings.store_max_mb * 1024 * 1024)
         self._store: Store | None = None
@@ -224,7 +228,8 @@ class Answers:
         """The file's last stored outline, and how old (stale against its text now)."""
         store = self.store()
         found = store.outline(str(path)) if store is not None else None
-        return None if found is None else (found.symbols, _cached(found))
+        return None if found is None else (found.symbols,
+                                           _cached(found, self.settings.max_file_bytes))
 
     def named(
         self, workspace: Path, name: str, *, prefix: bool = False
@@ -234,7 +239,8 @@ class Answers:
         store = self.store()
         found = (store.symbols_named(str(workspace), name, prefix=prefix)
                  if store is not None and name else None)
-        return None if found is None else (found.symbols, _cached(found))
+        return None if found is None else (found.symbols,
+                                           _cached(found, self.settings.max_file_bytes))
 
     def close(self) -> None:
         """Everything put is written, then the file closed. A store still opening (another
@@ -261,7 +267,7 @@ def stored_report(answers: Answers, path: Path, settings: Settings) -> Report:
         by_server = store.latest_by_server(str(file))
         if not by_server:
             continue
-        text = readable_text(file)
+        text = readable_text(file, settings.max_file_bytes)
         shown = tuple(
             d for stored in by_server.values() for d in mark(stored.diagnostics, stored, text)
         )

@@ -36,6 +36,7 @@ class ServiceState:
         if store_file(settings) != self.answers.configured:
             self.answers.close()
             self.answers = Answers(settings)
+        self.answers.settings = settings
 
     def close(self) -> None:
         """Queued automatic installs dropped, the store closed (the pool is closed on the
