@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ipylsp.model.answers import Completion, Location, Symbol
     from ipylsp.model.diagnostics import Report
     from ipylsp.model.settings import Settings
-    from ipylsp.service.runtime.pool import SlotStatus
+    from ipylsp.model.status import ServerStatus
     from ipylsp.service.service import Service
 
 def get_service(settings: Settings | None = None) -> Service:
@@ -169,7 +169,7 @@ def unsubscribe(callback: Callable[[Report], object]) -> bool:
     return get_service().unsubscribe(callback)
 
 
-def status() -> list[SlotStatus]:
+def status() -> list[ServerStatus]:
     """Running, starting and broken servers per (server, root)."""
     return get_service().status()
 

@@ -1,7 +1,7 @@
 """ipylsp's JSON contracts, checked against their one source (`ipylsp/schemas/*.schema.json`).
 
-`validate_report` and `validate_marks` raise `jsonschema.ValidationError` on a payload the
-schema does not describe. `install` makes every report this test process renders check
+`validate_report`, `validate_marks` and `validate_status` raise `jsonschema.ValidationError`
+on a payload the schema does not describe. `install` makes every report this test process renders check
 itself (`to_json`, wherever it is called from); kernels' payloads are checked where the
 tests read them (`tests/test_cells_kernel.py`, `tests/test_cell_marks_kernel.py`,
 `tests/test_ipython_kernel.py`).
@@ -42,6 +42,10 @@ def validate_report(payload: object) -> None:
 
 def validate_marks(payload: object) -> None:
     _validators()["marks"].validate(payload)
+
+
+def validate_status(payload: object) -> None:
+    _validators()["status"].validate(payload)
 
 
 def install() -> None:

@@ -13,10 +13,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from ipylsp.lsp.client import ClientError, ClientState, LanguageClient
+from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.process import descendants, running
 from ipylsp.model.diagnostics import Diagnostic, UnknownReason
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.status import ServerState
 from tests.conftest import fake_command
 
 T = TypeVar("T")
@@ -173,7 +174,7 @@ def test_hang_on_initialize_times_out_and_leaves_no_process(tmp_path: Path) -> N
             await client.start(0.5)
         assert time.monotonic() - t0 < 5
         assert caught.value.reason is UnknownReason.TIMED_OUT
-        assert client.state is ClientState.BROKEN
+        assert client.state is ServerState.BROKEN
         assert client.pid is not None and not running(client.pid)
 
     run(body)
@@ -328,7 +329,7 @@ def test_stop_kills_a_server_that_ignores_exit_and_sigterm_with_its_children(
         children = descendants(pid)
         assert children, "the fake server should have spawned a child"
         await client.stop()
-        assert client.state is ClientState.STOPPED
+        assert client.state is ServerState.STOPPED
         assert not running(pid)
         assert not any(running(child) for child in children)
 

@@ -27,7 +27,9 @@ from ipylsp.model.diagnostics import (
     Unknown,
     UnknownReason,
 )
-from tests.contracts import SCHEMAS, schema, validate_marks, validate_report
+from ipylsp.model.status import ServerState, ServerStatus
+from ipylsp.service.admin.server_table import StatusView
+from tests.contracts import SCHEMAS, schema, validate_marks, validate_report, validate_status
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = ROOT / "labextension"
@@ -46,6 +48,25 @@ def test_the_schemas_name_what_the_code_writes() -> None:
     assert reasons == [reason.value for reason in UnknownReason]
     severities = schema("diagnostics")["$defs"]["Severity"]["enum"]
     assert severities == [severity.json_name for severity in Severity]
+    states = schema("status")["$defs"]["ServerState"]["enum"]
+    assert states == [state.value for state in ServerState]
+
+
+def test_a_status_row_has_one_json_form_and_reads_back() -> None:
+    """The status files, the status route and `lsp_status` carry the same row."""
+    row = ServerStatus("ty", Path("/w"), ServerState.RUNNING, "indexing 4/9", 11, 7)
+    view = StatusView((row,), ("ty", "ruff"), errors=2, own=1)
+    validate_status(view.to_json())
+    assert view.to_json()["servers"] == [row.to_json()] == [
+        {"server": "ty", "state": "running", "detail": "indexing 4/9", "root": "/w",
+         "pid": 11, "owner": 7}]
+    assert ServerStatus.from_json(row.to_json()) == row
+    assert ServerStatus.from_json({**row.to_json(), "owner": None}, owner=3) == ServerStatus(
+        "ty", Path("/w"), ServerState.RUNNING, "indexing 4/9", 11, 3)
+    assert ServerStatus.from_json({**row.to_json(), "state": "dreaming"}) is None
+    assert ServerStatus.from_json({**row.to_json(), "pid": "11"}) is None
+    with pytest.raises(jsonschema.ValidationError, match="'dreaming'"):
+        validate_status({**view.to_json(), "servers": [{**row.to_json(), "state": "dreaming"}]})
 
 
 def test_a_report_with_every_optional_field_is_valid_and_a_wrong_one_is_not() -> None:
@@ -90,7 +111,7 @@ def test_the_typescript_types_are_what_the_schemas_generate() -> None:
     assert (LAB / "node_modules" / "json-schema-to-typescript").is_dir(), (
         "labextension/node_modules is missing: scripts/bootstrap builds the extension")
     assert sorted(p.name for p in SCHEMAS.glob("*.schema.json")) == [
-        "diagnostics.schema.json", "marks.schema.json"]
+        "diagnostics.schema.json", "marks.schema.json", "status.schema.json"]
     done = subprocess.run([node, "scripts/schema-types.mjs", "--check"], cwd=LAB,
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")

@@ -148,15 +148,15 @@ os.chmod(path, 0o755)
 def test_status_rows_of_this_service_and_other_processes(tmp_path: Path) -> None:
     """The asking service's rows come from its pool (its own status file is skipped, it may be
     older); other services' and processes' from their files; a dead process's file is gone."""
-    from ipylsp.service.runtime.pool import SlotStatus
+    from ipylsp.model.status import ServerState, ServerStatus
     from ipylsp.service.runtime.status_file import write_status
 
     settings = Settings(data_dir=tmp_path / "data")
-    stale = SlotStatus("ty", tmp_path, "starting", "starting", None, 0, 0)
+    stale = ServerStatus("ty", tmp_path, ServerState.STARTING, "starting")
     write_status(tmp_path / "data", 7, [stale])  # this service's last published rows
     write_status(tmp_path / "data", 8, [  # another service of this process
-        SlotStatus("typescript-language-server", Path("/w"), "broken", "crashed 3 times", None,
-                   0, 0)
+        ServerStatus("typescript-language-server", Path("/w"), ServerState.BROKEN,
+                     "crashed 3 times", owner=os.getpid())
     ])
     run = tmp_path / "data" / "run"
     parent = os.getppid()
@@ -166,7 +166,7 @@ def test_status_rows_of_this_service_and_other_processes(tmp_path: Path) -> None
     (run / "status-999999999-1.json").write_text(json.dumps({"pid": 999999999, "servers": [
         {"server": "gone", "root": "/g", "state": "running", "detail": "", "pid": 1}
     ]}))
-    own = [SlotStatus("ty", tmp_path, "running", "indexing 4/9", 11, 1, 0)]
+    own = [ServerStatus("ty", tmp_path, ServerState.RUNNING, "indexing 4/9", 11, os.getpid())]
     table = server_table.status(settings, own, own_token=7)
     root = len(str(tmp_path))
     this, other = "(this process)", f"(process {parent})"
@@ -199,13 +199,14 @@ def test_status_files_of_other_hosts_and_reused_pids(tmp_path: Path) -> None:
     def publish(name: str, host: str, started: int) -> Path:
         path = run / f"status-{name}.json"
         path.write_text(json.dumps({"pid": parent, "host": host, "started": started,
-                                    "servers": [{"server": name, "root": "/r"}]}))
+                                    "servers": [{"server": name, "root": "/r",
+                                                 "state": "running"}]}))
         return path
 
     elsewhere = publish(f"other_host-{parent}-1", "other_host", 1)
     reused = publish(f"{HOST}-{parent}-2", HOST, start_time(parent) + 1)
     live = publish(f"{HOST}-{parent}-3", HOST, start_time(parent))
-    assert [row["server"] for row in read_status(tmp_path)] == [live.stem[len("status-"):]]
+    assert [row.server_id for row in read_status(tmp_path)] == [live.stem[len("status-"):]]
     assert elsewhere.exists() and live.exists() and not reused.exists()
 
     assert str(server_table.status(Settings(data_dir=tmp_path / "empty"))).splitlines()[0] == (

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import time
 from collections.abc import Mapping
@@ -41,10 +40,11 @@ from ipylsp.lsp.sync import DocumentSync
 from ipylsp.model.diagnostics import Diagnostic, UnknownReason
 from ipylsp.model.positions import Encoding
 from ipylsp.model.server_spec import ServerSpec
+from ipylsp.model.status import ServerState
 
 __all__ = [  # the client's API, wherever it is defined
     "FILE_CHANGED", "FILE_CREATED", "FILE_DELETED", "STATIC_PULL", "VERSIONLESS_SETTLE",
-    "ClientError", "ClientState", "LanguageClient", "Progress",
+    "ClientError", "LanguageClient", "Progress",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,25 +56,6 @@ milliseconds)."""
 
 # FileChangeType of workspace/didChangeWatchedFiles.
 FILE_CREATED, FILE_CHANGED, FILE_DELETED = 1, 2, 3
-
-
-class ClientState(str, enum.Enum):
-    """A server's state, as the client's state machine and every status view name it (a
-    `str`, so it prints and serializes as its value)."""
-
-    STOPPED = "stopped"
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    BROKEN = "broken"
-    CRASHED = "crashed"
-    """Seen from the pool: the process exited without being stopped (restarted on next use)."""
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __repr__(self) -> str:  # in a printed row or list, the state as the string it is
-        return repr(self.value)
 
 
 class LanguageClient:
@@ -97,7 +78,7 @@ class LanguageClient:
         self.request_timeout = request_timeout
         self.shutdown_grace = shutdown_grace
         self.max_message_bytes = max_message_bytes
-        self.state = ClientState.STOPPED
+        self.state = ServerState.STOPPED
         self.state_detail = ""
         self.encoding: Encoding = "utf-16"
         self.server_capabilities: dict[str, Any] = {}
@@ -126,7 +107,7 @@ class LanguageClient:
 
     @property
     def alive(self) -> bool:
-        return self.state is ClientState.RUNNING and not self._dead()
+        return self.state is ServerState.RUNNING and not self._dead()
 
     def _dead(self) -> bool:
         endpoint, process = self._endpoint, self._process
@@ -165,7 +146,7 @@ class LanguageClient:
 
     async def start(self, timeout: float) -> None:
         """Spawn and initialize. Raises `ClientError`; leaves no process behind on failure."""
-        self.state = ClientState.STARTING
+        self.state = ServerState.STARTING
         self.state_detail = "starting"
         try:
             self._process = await spawn(self.command, cwd=self.root, env=self.spec.env)
@@ -206,12 +187,12 @@ class LanguageClient:
         self.encoding = hello.encoding
         if hello.declares_pull:
             self._server.pull_identifiers[STATIC_PULL] = hello.pull_identifier
-        self.state = ClientState.RUNNING
+        self.state = ServerState.RUNNING
         self.state_detail = "running"
         log.info("started %s for %s (pid %s)", self.spec.id, self.root, self.pid)
 
     def _set_broken(self, detail: str) -> None:
-        self.state = ClientState.BROKEN
+        self.state = ServerState.BROKEN
         self.state_detail = detail
 
     async def _abort(self, detail: str) -> None:
@@ -220,7 +201,7 @@ class LanguageClient:
 
     def exit_reason(self) -> str:
         """Why a client that is no longer alive stopped (even before its exit watcher ran)."""
-        if self.crashed or self.state is ClientState.BROKEN:
+        if self.crashed or self.state is ServerState.BROKEN:
             return self.state_detail
         return "crashed: " + self._exit_description("connection lost")
 
@@ -246,9 +227,9 @@ class LanguageClient:
         await asyncio.wait({exited, broken}, return_when=asyncio.FIRST_COMPLETED)
         for waiter in (exited, broken):
             waiter.cancel()
-        if self.state in (ClientState.RUNNING, ClientState.STARTING):
+        if self.state in (ServerState.RUNNING, ServerState.STARTING):
             self.crashed = True
-            self.state = ClientState.STOPPED
+            self.state = ServerState.STOPPED
             if process.returncode is None:  # a protocol error: the stream is unusable
                 self.state_detail = f"crashed: {endpoint.close_reason}"
                 await process.kill()
@@ -266,17 +247,17 @@ class LanguageClient:
         does not answer is wedged or not reading, so `exit` could not help: it is killed at once.
         """
         if self._process is None:
-            self.state = ClientState.STOPPED
+            self.state = ServerState.STOPPED
             return
-        was_running = self.state is ClientState.RUNNING
-        self.state = ClientState.STOPPING
+        was_running = self.state is ServerState.RUNNING
+        self.state = ServerState.STOPPING
         endpoint = self._endpoint
         try:
             if was_running and endpoint is not None and not self._dead():
                 await self._shutdown(endpoint, self._process)
         finally:  # cancelled or not, nothing is left running
             await self._kill()
-        self.state = ClientState.STOPPED
+        self.state = ServerState.STOPPED
         self.state_detail = "stopped"
 
     async def _shutdown(self, endpoint: Endpoint, process: ServerProcess) -> None:

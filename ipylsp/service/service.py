@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ipylsp.analysis.report import FormatOptions
-from ipylsp.lsp.client import ClientState
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.settings import Settings
+from ipylsp.model.status import ServerState, ServerStatus
 from ipylsp.service.admin.control import HANDOVER_MARGIN, ServerControl
 from ipylsp.service.cache import clear_store, store_info, stored_report
 from ipylsp.service.cells import CellSession, document_in
@@ -35,7 +35,6 @@ from ipylsp.service.outputs.subscribers import ReportSink, Subscriber
 from ipylsp.service.queries import Feature, FeatureResult, feature_of, request_feature
 from ipylsp.service.runtime import cleanup
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
-from ipylsp.service.runtime.pool import SlotStatus
 from ipylsp.service.state import ServiceState
 from ipylsp.store import StoreInfo
 
@@ -85,16 +84,16 @@ class Service:
     def settings(self) -> Settings:
         return self._state.settings
 
-    def configure(self, **changes: Any) -> Settings:
-        """Change settings at once (e.g. from `%config`); running servers keep running."""
-        self._state.configure(replace(self._state.settings, **changes))
+    def configure(self, settings: Settings) -> Settings:
+        """New settings at once (e.g. from `%config`); running servers keep running."""
+        self._state.configure(settings)
         if self._cells is not None:
             self._cells.cap = self.settings.cell_history
         return self.settings
 
     # -- servers (`admin.control`) ----------------------------------------------------------
 
-    def status(self) -> list[SlotStatus]:
+    def status(self) -> list[ServerStatus]:
         """This service's servers: running, starting, broken, stopped."""
         return self._control.status()
 
@@ -302,7 +301,7 @@ class Service:
 
     async def _check_all_with_status(
         self, files: Sequence[FileCheck], deadline: float, budget: float, cold: float | None
-    ) -> tuple[batch.BatchResult, list[SlotStatus]]:
+    ) -> tuple[batch.BatchResult, list[ServerStatus]]:
         """The batch's result, and the pool's status read on the loop (no second thread hop)."""
         return await self._check_all(files, deadline, budget, cold), self._state.pool.status()
 
@@ -347,14 +346,14 @@ class Service:
         """A line for people: which servers a long check is waiting for, and why."""
         parts = []
         for row in self.status():
-            if row.state is ClientState.STARTING:
+            if row.state is ServerState.STARTING:
                 parts.append(f"{row.server_id} (starting)")
-            elif row.state is ClientState.RUNNING and row.detail not in ("", "running"):
+            elif row.state is ServerState.RUNNING and row.detail not in ("", "running"):
                 parts.append(f"{row.server_id} ({row.detail})")
         what = ", ".join(parts) if parts else "diagnostics"
         return f"ipylsp: waiting for {what}"
 
-    def _publish_status(self, rows: list[SlotStatus] | None = None) -> None:
+    def _publish_status(self, rows: list[ServerStatus] | None = None) -> None:
         """Let `ipylsp status` in another process see this process's servers."""
         from ipylsp.servers.executables import data_dir
         from ipylsp.service.runtime.status_file import write_status

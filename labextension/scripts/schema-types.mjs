@@ -15,7 +15,8 @@ const out = join(here, '..', 'src', 'generated');
 /** Each schema, and the types it takes from another generated module. */
 const CONTRACTS = [
   { name: 'diagnostics', imports: '' },
-  { name: 'marks', imports: "import type { Diagnostic } from './diagnostics';\n" }
+  { name: 'marks', imports: "import type { Diagnostic } from './diagnostics';\n" },
+  { name: 'status', imports: '' }
 ];
 
 const check = process.argv.includes('--check');

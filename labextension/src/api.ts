@@ -8,24 +8,9 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import { Report, parseReport, SCHEMA } from './schema';
 
-/** `running`, `starting`, `broken` or `stopped` (other states may come). */
-export type ServerState = string;
+import type { Status } from './generated/status';
 
-export interface IServerStatus {
-  server: string;
-  state: ServerState;
-  detail: string;
-  root: string | null;
-  pid: number | null;
-  /** The process (a kernel, or the Jupyter server) whose server this is. */
-  owner: number | null;
-}
-
-export interface IStatus {
-  servers: IServerStatus[];
-  installed: string[];
-  errors: number;
-}
+export type { ServerState, ServerStatus, Status } from './generated/status';
 
 /** A failed request: the status and the route's own message when it gave one. */
 export class ApiError extends Error {
@@ -66,8 +51,8 @@ async function getJSON(endpoint: string, query: Record<string, string> = {}): Pr
   return body;
 }
 
-export async function fetchStatus(): Promise<IStatus> {
-  const body = (await getJSON('status')) as Partial<IStatus> | null;
+export async function fetchStatus(): Promise<Status> {
+  const body = (await getJSON('status')) as Partial<Status> | null;
   return {
     servers: Array.isArray(body?.servers) ? body.servers : [],
     installed: Array.isArray(body?.installed) ? body.installed : [],

@@ -12,7 +12,7 @@ import { Poll } from '@lumino/polling';
 import { showPopup, Popup } from '@jupyterlab/statusbar';
 import { Widget } from '@lumino/widgets';
 
-import { fetchStatus, IServerStatus, IStatus } from './api';
+import { fetchStatus, ServerStatus, Status } from './api';
 
 const SHOWN_STATES = ['running', 'starting', 'broken'];
 
@@ -24,7 +24,7 @@ function plural(n: number, noun: string): string {
  * `ipylsp: 2 running, 1 broken · 3 errors`; `ipylsp: no servers · 0 errors`. `cellErrors`:
  * the errors in notebooks' cells, added to the files' errors.
  */
-export function statusText(status: IStatus, cellErrors = 0): string {
+export function statusText(status: Status, cellErrors = 0): string {
   const parts = SHOWN_STATES.flatMap(state => {
     const n = status.servers.filter(s => s.state === state).length;
     return n ? [`${n} ${state}`] : [];
@@ -49,7 +49,7 @@ class StatusDetails extends Widget {
     this.addClass('jp-ipylsp-status-popup');
   }
 
-  showStatus(status: IStatus | null, error: string, cellErrors = 0): void {
+  showStatus(status: Status | null, error: string, cellErrors = 0): void {
     const node = this.node;
     node.textContent = '';
     const title = document.createElement('div');
@@ -98,7 +98,7 @@ class StatusDetails extends Widget {
     node.appendChild(button);
   }
 
-  private _row(s: IServerStatus): HTMLElement {
+  private _row(s: ServerStatus): HTMLElement {
     const row = document.createElement('tr');
     row.className = `jp-ipylsp-status-server jp-ipylsp-state-${s.state}`;
     row.appendChild(cell('td', s.server));
@@ -108,7 +108,7 @@ class StatusDetails extends Widget {
       state.textContent = `${s.state} (${s.detail})`;
     }
     row.appendChild(state);
-    row.appendChild(cell('td', s.root ?? ''));
+    row.appendChild(cell('td', s.root));
     row.appendChild(cell('td', s.pid === null ? '' : String(s.pid)));
     row.appendChild(cell('td', s.owner === null ? '' : String(s.owner)));
     return row;
@@ -146,7 +146,7 @@ export class StatusItem extends Widget {
   }
 
   /** The last status, or null while unknown or unavailable. */
-  get status(): IStatus | null {
+  get status(): Status | null {
     return this._status;
   }
 
@@ -226,6 +226,6 @@ export class StatusItem extends Widget {
   private _onProblems: () => void;
   private _popup: Popup | null = null;
   private _poll: Poll;
-  private _status: IStatus | null = null;
+  private _status: Status | null = null;
   private _error = '';
 }

@@ -217,7 +217,7 @@ def lsp_status(box: Toolbox, args: Arguments) -> ToolResult:
     lines = [f"workspace: {box.workspace.root}"]
     lines += [
         f"{r.server_id}: {r.state}{f' ({r.detail})' if r.detail and r.detail != r.state else ''}"
-        f" for {box.workspace.shown(Path(r.root))}"
+        f" for {box.workspace.shown(r.root)}"
         for r in rows
     ] or ["no server runs yet (they start on the first check or query)"]
     installed = list(view.installed)
@@ -225,11 +225,7 @@ def lsp_status(box: Toolbox, args: Arguments) -> ToolResult:
     lines.append(f"pending problems: {view.pending}")
     data = {
         "workspace": str(box.workspace.root),
-        "servers": [
-            {"server": r.server_id, "state": str(r.state), "detail": r.detail,
-             "root": r.root, "pid": r.pid}
-            for r in rows
-        ],
+        "servers": [row.to_json() for row in rows],
         "installed": installed,
         "pending": view.pending,
     }

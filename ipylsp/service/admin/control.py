@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from ipylsp.lsp.client import ClientError
 from ipylsp.model.diagnostics import Unknown
+from ipylsp.model.status import ServerStatus
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
-from ipylsp.service.runtime.pool import Slot, SlotStatus
+from ipylsp.service.runtime.pool import Slot
 from ipylsp.service.state import ServiceState
 
 if TYPE_CHECKING:
@@ -39,20 +40,20 @@ class ServerControl:
         state: ServiceState,
         loop: Callable[[], BackgroundLoop | None],
         background: Callable[[], BackgroundLoop],
-        publish: Callable[[list[SlotStatus] | None], None],
+        publish: Callable[[list[ServerStatus] | None], None],
     ) -> None:
         self._state = state
         self._loop = loop
         self._background = background
         self._publish = publish
 
-    def status(self) -> list[SlotStatus]:
+    def status(self) -> list[ServerStatus]:
         loop = self._loop()
         if loop is None:
             return []
         return loop.run(self._status(), 5.0)
 
-    async def _status(self) -> list[SlotStatus]:
+    async def _status(self) -> list[ServerStatus]:
         return self._state.pool.status()
 
     def restart(self, server_id: str | None = None) -> int:

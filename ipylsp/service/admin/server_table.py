@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ipylsp.lsp.client import ClientState
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.settings import Settings
+from ipylsp.model.status import ServerStatus
 from ipylsp.servers import executables, installers, registry
-from ipylsp.service.runtime.pool import SlotStatus
 from ipylsp.service.runtime.status_file import read_published
 
 MAX_LANGUAGES = 32
@@ -208,31 +207,18 @@ def install(
 # -- what runs ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class RunningRow:
-    """A server some process runs (or found broken, or stopped) for one workspace root."""
-
-    server_id: str
-    state: str
-    root: str
-    pid: int | None
-    owner: int | None
-    """The process that runs it (a kernel); None when unknown."""
-    detail: str = ""
-    mine: bool = False
-    """The asking service's own server (not another service's, even in this process)."""
-
-    def cells(self) -> list[str]:
-        owner = ("this process" if self.owner == os.getpid()
-                 else f"process {self.owner}" if self.owner is not None else "")
-        return [
-            self.server_id,
-            self.state,
-            self.root,
-            f"pid {self.pid}" if self.pid else "",
-            f"({owner})" if owner else "",
-            self.detail if self.detail not in ("", self.state) else "",
-        ]
+def _cells(row: ServerStatus) -> list[str]:
+    """A status row as the table's columns."""
+    owner = ("this process" if row.owner == os.getpid()
+             else f"process {row.owner}" if row.owner is not None else "")
+    return [
+        row.server_id,
+        row.state.value,
+        str(row.root),
+        f"pid {row.pid}" if row.pid else "",
+        f"({owner})" if owner else "",
+        row.detail if row.detail not in ("", row.state.value) else "",
+    ]
 
 
 NOTHING_RUNS = "no server running (servers start when a file is checked)"
@@ -245,42 +231,34 @@ class StatusView(_PrintsAsText):
     renders it: as text (`%lsp status`, `ipylsp status`), as JSON (the server extension's
     status route), or its own rows (the agent's `lsp_status`)."""
 
-    running: tuple[RunningRow, ...]
+    running: tuple[ServerStatus, ...]
     installed: tuple[str, ...]
     errors: int = 0
     pending: int = 0
+    own: int = 0
+    """The first `own` rows are the asking service's (not another service's, even in this
+    process)."""
 
     def format(self) -> str:
-        rows = format_columns([row.cells() for row in self.running]) or NOTHING_RUNS
+        rows = format_columns([_cells(row) for row in self.running]) or NOTHING_RUNS
         return f"{rows}\ninstalled: {', '.join(self.installed) or 'none'}"
 
-    def mine(self) -> tuple[RunningRow, ...]:
+    def mine(self) -> tuple[ServerStatus, ...]:
         """The asking service's own rows."""
-        return tuple(row for row in self.running if row.mine)
+        return self.running[: self.own]
 
     def to_json(self) -> dict[str, Any]:
+        """The status route's answer (`ipylsp/schemas/status.schema.json`)."""
         return {
-            "servers": [
-                {"server": r.server_id, "state": str(r.state), "detail": r.detail,
-                 "root": r.root, "pid": r.pid, "owner": r.owner}
-                for r in self.running
-            ],
+            "servers": [row.to_json() for row in self.running],
             "installed": list(self.installed),
             "errors": self.errors,
         }
 
 
-def _state(value: object) -> str:
-    """A published state as the `ClientState` it names (a newer ipylsp's other word as is)."""
-    try:
-        return ClientState(value)
-    except ValueError:
-        return str(value)
-
-
 def status(
     settings: Settings,
-    own: Sequence[SlotStatus] = (),
+    own: Sequence[ServerStatus] = (),
     own_token: int | None = None,
     *,
     errors: int = 0,
@@ -291,16 +269,7 @@ def status(
     (kernels), by process id. `errors`, `pending`: the asking service's; every other live
     service's published errors are added."""
     pid = os.getpid()
-    rows = [RunningRow(r.server_id, r.state, str(r.root), r.pid, pid, r.detail, mine=True)
-            for r in own]
     found, others = read_published(executables.data_dir(settings), skip_token=own_token)
-    published = [
-        RunningRow(
-            str(row.get("server")), _state(row.get("state")), str(row.get("root")),
-            row.get("pid"), row.get("owner"), str(row.get("detail") or ""),
-        )
-        for row in found
-    ]
-    rows += sorted(published, key=lambda row: row.owner != pid)  # stable: files' order kept
+    rows = [*own, *sorted(found, key=lambda row: row.owner != pid)]  # stable: files' order
     installed = tuple(row.server_id for row in table(settings, installed_only=True).rows)
-    return StatusView(tuple(rows), installed, errors + others, pending)
+    return StatusView(tuple(rows), installed, errors + others, pending, own=len(own))

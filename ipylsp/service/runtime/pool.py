@@ -14,14 +14,16 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ipylsp.lsp.client import ClientError, ClientState, LanguageClient
+from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.model.diagnostics import UnknownReason
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.settings import Settings
+from ipylsp.model.status import ServerState, ServerStatus
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +65,6 @@ class Slot:
         if self.checks <= 0:
             self.checks = 0
             self.idle.set()
-
-
-@dataclass(frozen=True, slots=True)
-class SlotStatus:
-    server_id: str
-    root: Path
-    state: ClientState
-    detail: str
-    pid: int | None
-    open_documents: int
-    crashes: int
 
 
 class ClientPool:
@@ -248,27 +239,29 @@ class ClientPool:
     def clients(self) -> list[tuple[Slot, LanguageClient]]:
         return [(s, s.client) for s in self._slots.values() if s.client is not None]
 
-    def status(self) -> list[SlotStatus]:
+    def status(self) -> list[ServerStatus]:
+        """Every slot's row, owned by this process."""
         rows = []
         for slot in self._slots.values():
             client = slot.client
-            state: ClientState
+            state: ServerState
             if slot.broken is not None:
-                state, detail = ClientState.BROKEN, slot.broken
+                state, detail = ServerState.BROKEN, slot.broken
             elif slot.starting is not None:
-                state, detail = ClientState.STARTING, "initializing"
+                state, detail = ServerState.STARTING, "initializing"
             elif client is not None:
-                state = client.state if client.alive else ClientState.CRASHED
+                state = client.state if client.alive else ServerState.CRASHED
                 detail = client.progress.describe() or client.state_detail
             else:
-                state, detail = ClientState.STOPPED, ""
+                state, detail = ServerState.STOPPED, ""
             rows.append(
-                SlotStatus(
+                ServerStatus(
                     server_id=slot.spec.id,
                     root=slot.root,
                     state=state,
                     detail=detail,
                     pid=client.pid if client is not None and client.alive else None,
+                    owner=os.getpid(),
                     open_documents=len(client.documents) if client is not None else 0,
                     crashes=slot.crashes,
                 )

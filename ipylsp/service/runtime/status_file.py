@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ipylsp.lsp.procfs import HOST, alive, start_time
+from ipylsp.model.status import ServerStatus
 from ipylsp.private import owned_dir
-from ipylsp.service.runtime.pool import SlotStatus
 
 _last_written: dict[Path, str] = {}
 _STARTED = start_time(os.getpid())
@@ -29,7 +29,7 @@ def _file(data_dir: Path, token: int) -> Path:
 
 
 def write_status(
-    data_dir: Path, token: int, rows: Sequence[SlotStatus], errors: int = 0
+    data_dir: Path, token: int, rows: Sequence[ServerStatus], errors: int = 0
 ) -> None:
     """`token` tells apart several services of one process; `errors`: the current errors of
     the files it checked (the Jupyter server's status sums them over kernels)."""
@@ -40,16 +40,7 @@ def write_status(
             "host": HOST,
             "started": _STARTED,
             "errors": errors,
-            "servers": [
-                {
-                    "server": r.server_id,
-                    "root": str(r.root),
-                    "state": r.state,
-                    "detail": r.detail,
-                    "pid": r.pid,
-                }
-                for r in rows
-            ],
+            "servers": [row.to_json() for row in rows],
         },
         sort_keys=True,
     )
@@ -70,23 +61,25 @@ def remove_status(data_dir: Path, token: int) -> None:
         path.unlink()
 
 
-def read_status(data_dir: Path, *, skip_token: int | None = None) -> list[dict[str, Any]]:
-    """Rows of every live process's status file, each with its owner's pid as `owner`;
-    `skip_token`: not this process's file of that token (a service reading its own rows)."""
+def read_status(data_dir: Path, *, skip_token: int | None = None) -> list[ServerStatus]:
+    """Rows of every live process's status file, each with its owner's pid; `skip_token`:
+    not this process's file of that token (a service reading its own rows)."""
     return read_published(data_dir, skip_token=skip_token)[0]
 
 
 def read_published(
     data_dir: Path, *, skip_token: int | None = None
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[ServerStatus], int]:
     """What every other live service (kernels) published, in one reading of the files: its
     rows (as `read_status`) and its current errors, summed."""
-    rows: list[dict[str, Any]] = []
+    rows: list[ServerStatus] = []
     total = 0
     for owner, content in _live_files(data_dir, skip_token):
-        for row in content.get("servers", []):
-            if isinstance(row, dict):
-                rows.append({**row, "owner": owner})
+        servers = content.get("servers", [])
+        for written in servers if isinstance(servers, list) else []:
+            row = ServerStatus.from_json(written, owner)
+            if row is not None:
+                rows.append(row)
         errors = content.get("errors", 0)
         if isinstance(errors, int) and errors > 0:
             total += errors
