@@ -1,6 +1,6 @@
 """notebooks/agent_tools.ipynb on a real kernel (nbclient, the embedded ty + ruff): the scripted
-model's exact tool calls, what ipylsp answered each time, and the clean end; and the README's
-in-kernel tool loop ("Using ipylsp from an agent") run as written."""
+model's exact tool calls, what ipylsp answered each time, and the clean end; and the in-kernel
+tool loop of docs/agents.md ("Using ipylsp from an agent") run as written."""
 
 from __future__ import annotations
 
@@ -165,13 +165,12 @@ def test_the_scripted_agent_fixes_its_module_through_the_tools(tmp_path: Path) -
     assert ran.stdout == "to pay: 21.6\n"
 
 
-# -- README: "Using ipylsp from an agent" -----------------------------------------------------
+# -- docs/agents.md: "Using ipylsp from an agent" -------------------------------------------
 
 
-def readme_loop() -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Using ipylsp from an agent", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, re.S)[0]
+def documented_loop() -> str:
+    doc = (REPO / "docs" / "agents.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", doc, re.S)[0]
 
 
 class TwoTurns:
@@ -187,14 +186,14 @@ class TwoTurns:
         return {"role": "assistant", "content": f"ipylsp says: {messages[-1]['content']}"}
 
 
-def test_the_readme_tool_loop_runs_as_written(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_documented_tool_loop_runs_as_written(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     require("ty")
     ws = seed_workspace(tmp_path, {"app.py": "x: int = 1\n"})
     (ws / "app.py").write_text('x: int = "a"\n')
     monkeypatch.chdir(ws)
     namespace: dict[str, Any] = {"model": TwoTurns()}
-    exec(compile(readme_loop(), "README.md", "exec"), namespace)
+    exec(compile(documented_loop(), "docs/agents.md", "exec"), namespace)
     report = call_tool("lsp_check", {"path": "app.py"}).text  # nothing new since the loop's
     assert report == "app.py: no new problems (ruff, ty)"
     assert namespace["messages"][-1] == {"role": "assistant", "content": (

@@ -14,8 +14,8 @@ kernels at a time. Then, one test per category:
 - no undefined-name ERROR, and no unresolved-module or missing-member ERROR, at a place a cell
   that ran without raising certainly evaluated (`notebook_sweep.EVALUATED`), except reports
   checked to be true (`TRUE`);
-- every diagnostic the run demoted (`ran_without_error`) is of a (server, code) the README's
-  table names (`ipylsp.analysis.cells.ran.DEMOTABLE`).
+- every diagnostic the run demoted (`ran_without_error`) is of a (server, code) the table of
+  docs/cells.md names (`ipylsp.analysis.cells.ran.DEMOTABLE`).
 
 `IPYLSP_SWEEP=<part of a notebook id>` runs only the notebooks whose id contains it. Every
 diagnostic the sweep saw is printed at the end of the module (`pytest -s`);
@@ -236,13 +236,13 @@ def test_no_unresolved_module_or_missing_member_on_a_cell_that_ran_clean(sweep: 
 
 
 @pytest.mark.timeout(1800)
-def test_every_demoted_diagnostic_is_of_a_code_the_readme_names(sweep: Sweep) -> None:
+def test_every_demoted_diagnostic_is_of_a_code_the_docs_name(sweep: Sweep) -> None:
     from ipylsp.analysis.cells.ran import DEMOTABLE
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "cells.md").read_text()
     demoted: collections.Counter[tuple[str, str]] = collections.Counter(
         (said.server, said.code) for run in sweep.results() for cell in run.cells
         for said in cell.said if said.demoted)
     unnamed = {key: n for key, n in demoted.items()
-               if key not in DEMOTABLE or f"| {key[0]} | `{key[1]}` |" not in readme}
+               if key not in DEMOTABLE or f"| {key[0]} | `{key[1]}` |" not in doc}
     assert not unnamed, unnamed

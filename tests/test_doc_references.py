@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_CODE = frozenset({
     "run/", "build/",  # <data_dir>/run/, a C project's build/ (compile_commands.json)
     "gen_2.py", "gen_10.py",  # file names in an example of natural sorting
-    "ipylsp_config.py",  # a Jupyter config file of the user's
+    "ipylsp_config.py", "ipython_config.py", "jupyter_server_config.py",  # the user's config
     "summary.errors", "summary.warnings",  # fields of the report's JSON
     "data.cached", "data.source",  # fields of an agent tool's answer
     "result.message", "result.server_id", "result.unknown",  # a local value's fields

@@ -205,7 +205,7 @@ def test_mcp_over_http_without_the_token_is_refused(
 
 @pytest.mark.mcp_sdk
 def test_mcp_over_http_with_the_token_in_the_url(server: tuple[int, Path]) -> None:
-    """For clients that cannot send headers (the README's `?token=` form): the same session."""
+    """For clients that cannot send headers (docs/jupyter.md's `?token=` form): the same session."""
     port, _ = server
     names, checked, refused = asyncio.run(
         _session(f"http://127.0.0.1:{port}/ipylsp/mcp?token={TOKEN}", {})

@@ -319,8 +319,8 @@ def test_a_planted_problem_is_reported_at_its_place_then_fixed(
 def test_pythons_default_set_is_the_embedded_ty_and_ruff(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No language_servers setting: ty and ruff (the README's embedded default) check a Python
-    file, and both are heard, although basedpyright and pyright are installed too."""
+    """No language_servers setting: ty and ruff (the embedded default, docs/servers.md) check a
+    Python file, and both are heard, although basedpyright and pyright are installed too."""
     require("basedpyright")
     require("ty")
     require("ruff")

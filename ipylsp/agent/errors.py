@@ -1,6 +1,6 @@
 """Errors a model can act on: a fixed code and one line saying what to do next.
 
-Codes are part of the tool contract (README, "Using ipylsp from an agent"); a tool raises
+Codes are part of the tool contract (docs/agents.md); a tool raises
 `ToolError(code, message)` and the dispatcher turns it into a failed `ToolResult`, never an
 exception into the caller.
 """

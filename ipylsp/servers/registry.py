@@ -41,7 +41,7 @@ def specs_for_language(language: str) -> tuple[ServerSpec, ...]:
 
 EMBEDDED_DEFAULT = ("ty", "ruff")
 """The servers `pip install 'ipylsp[python]'` brings (pyproject's `python` extra): the default
-the README names, no node needed."""
+docs/servers.md names, no node needed."""
 
 
 def install_hint(spec: ServerSpec) -> str:

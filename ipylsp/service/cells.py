@@ -13,8 +13,8 @@ Which servers: every server that serves Python files, on the concatenated docume
 and the pyright family also accept LSP 3.17 notebook documents, but those carry cells as the
 user wrote them: a server then sees neither the kernel's namespace (the prelude) nor the
 magics neutralized the way the kernel ran them, so a notebook document would need the same
-rewriting and a second delta path; one document keeps one path (README: which document
-each Python server reads).
+rewriting and a second delta path; one document keeps one path (docs/cells.md: which
+document each Python server reads).
 """
 
 from __future__ import annotations

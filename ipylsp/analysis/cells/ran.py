@@ -109,7 +109,7 @@ DEMOTABLE: Mapping[tuple[str, str], Demotable] = {
 }
 """(server id, code) -> why a run that evaluated the code without raising disproves it.
 Everything else stays what the server said: argument, assignment and return types, overrides
-(`area("2", 3)` runs and returns "222": that is the bug the check exists for). README.md
+(`area("2", 3)` runs and returns "222": that is the bug the check exists for). docs/cells.md
 quotes this table (`tests/test_ran.py` keeps them equal)."""
 
 
@@ -121,7 +121,7 @@ def demotable(d: Diagnostic) -> bool:
 
 
 def readme_table() -> str:
-    """The README's table of `DEMOTABLE`, one row per server and code."""
+    """The table of `DEMOTABLE` that docs/cells.md quotes, one row per server and code."""
     rows = ["| server | code | why the run disproves it |", "| --- | --- | --- |"]
     for (server, code), entry in DEMOTABLE.items():
         only = f" (only a message matching `{entry.only}`)" if entry.only else ""
