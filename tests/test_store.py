@@ -388,6 +388,7 @@ def test_the_database_file_is_never_opened_by_ipylsp_itself(
     assert {oct(os.stat(f"{path}{s}").st_mode & 0o777) for s in ("", ".lock")} == {"0o600"}
 
 
+@pytest.mark.real
 def test_a_damaged_file_another_process_has_open_is_not_moved(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -85,10 +85,9 @@ def failure_bases() -> tuple[type[Exception], ...]:
 
 async def _in_daemon_thread(call: Callable[..., T], *args: Any) -> T:
     """`call(*args)` on a daemon thread of its own, awaited. Not anyio's worker threads: they
-    are not daemons, and one left idle after the event loop stopped kept a Jupyter server
-    that had answered an MCP call alive after SIGINT until it was killed (60 s on
-    JupyterHub). A call takes at most its budget; a thread still running at exit is a
-    daemon and does not hold the interpreter."""
+    are not daemons, and one left idle after the event loop stops keeps a Jupyter server that
+    answered an MCP call alive after SIGINT, until it is killed. A call takes at most its
+    budget; a thread still running at exit is a daemon and does not hold the interpreter."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
 
@@ -256,8 +255,9 @@ def _sdk_stdout() -> Any:
 
 def _warm_up() -> None:
     """While the client is still starting, import the argument validator. Not lsprotocol
-    (~0.4 s, what the first hover or definition needs): importing it beside the first
-    `lsp_check` made that check 370 ms instead of 57 (bench_mcp.py), and checks come first."""
+    (what the first hover or definition needs): its slow import beside the first `lsp_check`
+    holds the GIL and slows that check several times over (benchmarks/README.md, bench_mcp.py),
+    and checks come first."""
     with contextlib.suppress(Exception):
         import fastjsonschema  # noqa: F401
 

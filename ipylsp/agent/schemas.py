@@ -5,10 +5,10 @@
 - "mcp": MCP `Tool` objects, `{"name", "description", "inputSchema", "annotations"}`.
 
 Arguments are validated against the very schema the model was given, with `fastjsonschema`
-(it compiles each schema once; `jsonschema` would be the field's default, but importing it
-costs about a second where Jupyter installed `rfc3987_syntax`, all of it on an agent's first
-call). A missing required argument is `missing_argument`, anything else that does not fit is
-`invalid_argument`, each with a message naming the argument.
+(it compiles each schema once; `jsonschema` would be the field's default, but its import is
+slow where Jupyter installed `rfc3987_syntax`, all of it on an agent's first call:
+benchmarks/README.md, bench_mcp.py). A missing required argument is `missing_argument`,
+anything else that does not fit is `invalid_argument`, each with a message naming the argument.
 """
 
 from __future__ import annotations

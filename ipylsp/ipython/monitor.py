@@ -12,11 +12,11 @@ else is watched: not the libraries the cell calls, not the cells before it.
   raised in, or passed through, the cell's code. The positions of those instructions
   (`co_positions`) are the evidence. At the cell's end every event is switched off again.
 - **Before 3.12** nothing runs during the cell: `sys.settrace`, even with a global function
-  that returns None for every frame but the cell's, makes all Python code 2.5x slower (3.11;
-  5x for code that calls functions) because the interpreter leaves its specialized
-  instructions while a trace function is set. What ran is read afterwards: every top-level
-  statement before the one an exception left the cell from (its traceback) ran to its end,
-  and `analysis.cells.ran` counts only what such a statement evaluates whenever it runs.
+  that returns None for every frame but the cell's, makes all Python code several times slower
+  (benchmarks/README.md, bench_cells.py --parts ran) because the interpreter leaves its
+  specialized instructions while a trace function is set. What ran is read afterwards: every
+  top-level statement before the one an exception left the cell from (its traceback) ran to its
+  end, and `analysis.cells.ran` counts only what such a statement evaluates whenever it runs.
 
 Never raises into the cell: a failure records nothing, and nothing recorded demotes nothing.
 """

@@ -90,8 +90,8 @@ def read_with(manager: Any, source: str, kernel_text: str, *, stepwise: bool = F
     """`kernel_text` (what the kernel runs for `source`) placed on the cell's lines, found by
     following `manager`'s steps. The token transformers' rewrites are found in one diff
     (each retokenizes the whole cell: following them one at a time costs as much again as
-    the kernel's own transform, about 15 ms for a 35-line cell with 4 of them), or, when
-    that diff is ambiguous or with `stepwise`, one transformer at a time."""
+    the kernel's own transform), or, when that diff is ambiguous or with `stepwise`, one
+    transformer at a time."""
     cell = split_cell(source)
     text = kernel_text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.endswith("\n"):

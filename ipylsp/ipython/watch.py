@@ -24,15 +24,16 @@ gone within the cell is not reported.
 then is a tracker armed, from inside the hook, before the child exists:
 
 - inotify (default on Linux): a watch on every non-skipped directory of the roots, set up at the
-  first child (or `prepare`) and kept across cells; collecting reads the queue. Measured
-  (benchmarks/bench_watch.py, 10,000 files in 500 directories): about 0.1 ms extra for a cell
-  running ``true``; about 12 ms once to set the watches up.
+  first child (or `prepare`) and kept across cells; collecting reads the queue, so a cell with
+  children pays almost nothing after the one-time set-up.
 - stat snapshot (fallback: not Linux, ``max_user_instances`` or the watch limit
   ``/proc/sys/fs/inotify/max_user_watches`` reached, over `max_watch_dirs` directories): a
-  (mtime_ns, ctime_ns, size, inode) walk when armed and another at the end. Costs two walks per
-  cell with children, about 35 ms each for 10,000 files on the benchmark machine: over the
-  20 ms budget, which is why it is only the fallback. Over `max_scan_files` files, child writes
-  are not detected and `notes` says so.
+  (mtime_ns, ctime_ns, size, inode) walk when armed and another at the end. Two walks of the
+  workspace per cell with children cost more than a cell's budget for a large workspace, which
+  is why it is only the fallback. Over `max_scan_files` files, child writes are not detected
+  and `notes` says so.
+
+What each costs: `benchmarks/bench_watch.py` (its numbers are in benchmarks/README.md).
 
 A child's text before is unknown (``before_known=False``; the service takes its last known text
 or git HEAD) except for files it created. Attributed to a cell: what changed between its first

@@ -71,7 +71,7 @@ class DiagnosticsWaiter:
 
     async def _settled_versionless(self, doc: OpenDocument, deadline: float) -> list[Any]:
         """A server that pushes without versions may push several rounds for one change
-        (typescript-language-server: `[]`, then the real list ~60 ms later). Nothing says which
+        (typescript-language-server: `[]`, then the real list). Nothing says which
         is the last, so take the latest push once the document has had no new one for
         `VERSIONLESS_SETTLE` seconds (or at the deadline)."""
         while True:

@@ -8,7 +8,7 @@ Three mechanisms guarantee "no orphans":
   process's pid and start time), which its helpers inherit. A helper that started its own
   session and was reparented when its parent exited (gopls's `go list`, rust-analyzer's
   proc-macro server) is neither a descendant nor a group member any more; the tag still finds
-  it (a scan of /proc/*/environ: about 15 microseconds per process);
+  it (a scan of /proc/*/environ; its cost is in benchmarks/README.md, bench_orphans.py);
 - one small watchdog process per Python process (its own session too, so a Jupyter interrupt or
   a `killpg` of the kernel's group does not reach it) holds the read end of a pipe. The kernel
   tells it which groups exist. When the kernel dies — even by SIGKILL — the pipe reaches EOF and

@@ -1,10 +1,10 @@
 """The protocol's vocabulary from lsprotocol, imported lazily.
 
-lsprotocol (the LSP's official Python types) costs about 0.3 s to import and its converter
-structures every answer through cattrs: worth it for the feature requests (hover, definition,
-symbols, ...), where it replaces hand-written tables and dict walking, and kept off the
-diagnostics path, which parses its few fields by hand (`convert`) at wire speed. Nothing is
-imported until the first feature request.
+lsprotocol (the LSP's official Python types) is slow to import (benchmarks/README.md,
+bench_features.py) and its converter structures every answer through cattrs: worth it for the
+feature requests (hover, definition, symbols, ...), where it replaces hand-written tables and
+dict walking, and kept off the diagnostics path, which parses its few fields by hand
+(`convert`) at wire speed. Nothing is imported until the first feature request.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def loaded() -> bool:
 
 
 def warm() -> None:
-    """Import lsprotocol and build its converter (call it on a worker thread: ~0.3 s)."""
+    """Import lsprotocol and build its converter (slow: call it on a worker thread)."""
     types()
     _converter()
 

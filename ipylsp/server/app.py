@@ -54,9 +54,9 @@ def stop_on_sigint(server: Any) -> None:
     """SIGINT stops the server as SIGTERM does (its shutdown: kernels, extensions), when it
     has no terminal. Jupyter server installs its SIGINT handler (a confirmation prompt) only
     on a terminal; without one, as under JupyterHub, which stops a user's server with SIGINT,
-    Python's KeyboardInterrupt ended the event loop and the process skipped the shutdown: its
-    kernels were left to kill themselves with `os._exit` when they saw it gone, so their
-    servers' last answers and status files were never handed over or removed."""
+    Python's KeyboardInterrupt ends the event loop and the process skips the shutdown: its
+    kernels are left to kill themselves with `os._exit` when they see it gone, so their
+    servers' last answers and status files are never handed over or removed."""
     try:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, server._signal_stop)

@@ -46,7 +46,7 @@ docs/servers.md names, no node needed."""
 
 def install_hint(spec: ServerSpec) -> str:
     """One line telling a user how to get ``spec``. For the embedded default, the extra that
-    brings both first (a missing default should not send anyone to a 61 MB node wheel)."""
+    brings both first (a missing default should not send anyone to a node wheel)."""
     own = _BY_ID.get(spec.id)
     if spec.id in EMBEDDED_DEFAULT and own is not None and spec.install == own.install:
         both = " ".join(EMBEDDED_DEFAULT)

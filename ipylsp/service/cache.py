@@ -38,10 +38,10 @@ from ipylsp.store import STORE_ENV, Store, Stored, StoredSymbols, StoreInfo
 log = logging.getLogger(__name__)
 
 STORE_NAME = "store.v2.sqlite3"
-"""The default file's name. Not `store.sqlite3`: ipylsp before issue 28 opened and closed a
-descriptor of that file beside its connections, which drops their locks and corrupts it under
-other processes; such a process (another venv, a kernel not yet restarted) never touches this
-one."""
+"""The default file's name. Not `store.sqlite3`, the file of older versions of ipylsp, which
+open and close a descriptor of it beside their connections (that drops their locks and
+corrupts it under other processes): such a process (another venv, a kernel not yet restarted)
+never touches this one (docs/store.md)."""
 
 
 def store_file(settings: Settings) -> Path | None:
@@ -84,9 +84,9 @@ def _cached(found: StoredSymbols, max_bytes: int | None) -> Cached:
 
 
 OPEN_WAIT = 0.1
-"""Seconds a check's lookup waits for the store to finish opening (it takes ~5 ms, on a thread
-of its own from the service's start; a file another process keeps locked must not hold a
-check up)."""
+"""Seconds a check's lookup waits for the store to finish opening (quick, on a thread of its
+own from the service's start; a file another process keeps locked must not hold a check
+up)."""
 CLOSE_WAIT = 5.0
 READER_WAIT = 10.0
 """What reading the store with no server (`ipylsp diagnostics`, `cache info`) waits for it."""

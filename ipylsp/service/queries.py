@@ -69,7 +69,7 @@ async def request_feature(
             kind, error=f"no language server knows {path.name}",
             reason=UnknownReason.NO_LANGUAGE,
         )
-    if not protocol.loaded():  # its ~0.3 s import runs beside the loop, not on it
+    if not protocol.loaded():  # its slow import runs beside the loop, not on it
         await asyncio.to_thread(protocol.warm)
     q = Query(At(path, text, line, column), language_id, deadline,
               lambda place: readable_text(place, limit), direction, new_name, query)

@@ -37,9 +37,10 @@ from ipylsp.analysis.cells.bindings import Index
 from ipylsp.analysis.cells.document import IDENTIFIED, Cell, CellDocument, CellHistory
 
 WINDOW_LINES = 30
-"""Lines of cells the document may grow to by appending new cells (then it is cut). Measured
-on 200 cells of history (bench_cells' session, alternated): basedpyright + ruff took 26.6 ms a
-cell with no growth, 28.8 with 30 lines, 43.2 with 60; ty + ruff 2.4, 2.8 and 3.5."""
+"""Lines of cells the document may grow to by appending new cells (then it is cut). Within it a
+recent cell re-run, or a file write that breaks a recent cell, is one pass; but every line is
+re-checked at every cell, which costs little up to this and much more beyond it
+(benchmarks/README.md, bench_cells.py)."""
 
 TRANSITIVE = 40
 """At most this many cells brought back only because they read what an affected cell binds

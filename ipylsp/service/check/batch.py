@@ -166,10 +166,11 @@ async def _recheck_imports(
     checker: Checker, runs: list[ServerRun], created: list[tuple[Path, int]], deadline: float
 ) -> set[int]:
     """Creations are not announced before the pulls: basedpyright re-analyzes the whole
-    program (builtins included) for ~100-200 ms after such an event before it answers any
-    pull (measured), and a file the batch opens needs no event. But a server may have cached
-    a directory without the new files: a file of the batch that then reports an unresolved
-    import is asked again once the server was told. Returns the clients told (`id`)."""
+    program (builtins included) after such an event before it answers any pull
+    (benchmarks/README.md), and a file the batch opens needs no event. But a server may have
+    cached a directory without the new files: a file of the batch that then reports an
+    unresolved import is asked again once the server was told. Returns the clients told
+    (`id`)."""
     told: set[int] = set()
     if not created:
         return told

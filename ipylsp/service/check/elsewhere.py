@@ -103,7 +103,7 @@ async def rediagnose(
     created files, which can fix another file's unresolved imports but not break it: files
     without an error about an import or a module are left alone (a created module that
     shadows another is not followed). That spares waiting for pyright's re-analysis after a
-    creation (~100-200 ms) in the common case."""
+    creation in the common case."""
     jobs = []
     for server_id, client in answered:
         if not client.alive:

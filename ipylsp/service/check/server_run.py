@@ -22,10 +22,9 @@ log = logging.getLogger(__name__)
 
 IN_FLIGHT: dict[str, int] = {"ty": 32, "ruff": 32, "basedpyright": 8, "pyright": 8}
 """Diagnostic requests in flight per server during a batch. More in flight is more
-throughput (all at once is fastest: 1,000 new files on basedpyright 0.94 s with 4, 0.74 s
-unbounded), but a newer check waits behind what is in flight: ruff and ty answer a file in
-about a millisecond (32 in flight: a few ms of queue), the pyright family takes ~70 ms
-per real module (8: about half a second). benchmarks/bench_batch.py --in-flight sweeps it."""
+throughput (all at once is fastest), but a newer check waits behind what is in flight: ruff
+and ty answer a file far faster than the pyright family, so they take more in flight for the
+same wait. benchmarks/bench_batch.py --in-flight sweeps it (benchmarks/README.md)."""
 DEFAULT_IN_FLIGHT = 8
 
 LATE_WINDOW = 60.0
@@ -150,7 +149,7 @@ async def _ask_all(
 ) -> None:
     """Baselines first; then every new text is sent (didOpen / didChange + didSave) before
     any pull: a caller and its callee written together are diagnosed against each other's
-    new text, and ty cancels pulls that race a later didOpen (measured: 2x slower). The
+    new text, and ty cancels pulls that race a later didOpen (benchmarks/README.md). The
     open-documents cap makes room for the batch while it runs, and is restored after (the
     server analyzes every open file in the background: basedpyright does)."""
     gate = asyncio.Semaphore(in_flight(run.slot.spec.id))

@@ -2,7 +2,7 @@
 extension and the agent tools (a kernel runs one set of servers, whichever surface asks).
 
 Its own module so that none of those surfaces imports another to reach it (the public API
-and the extension used to import each other).
+and the extension would import each other).
 """
 
 from __future__ import annotations
