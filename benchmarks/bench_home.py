@@ -13,7 +13,9 @@ reference) with exactly the settings and initialization options ipylsp sends
 (`resolver.plain_spec` for "bounded"): ``init_ms`` (spawn to initialized), ``diag_ms`` (didOpen to
 the first diagnostics holding the error), ``rss_mb`` (the server's process tree, sampled).
 Variants alternate, medians. Then ipylsp itself: a `Service` with ``directory`` = the home
-checks ``bad.py`` with ty + ruff from cold (``first_check_ms``) and the servers' RSS.
+checks ``bad.py`` with ty + ruff from cold (``first_check_ms``) and the servers' RSS; then
+``projects/p0/bad.py``, two levels below (``below_check_ms``, ``below_codes``: ty answers it
+from a server rooted at ``projects/p0``), and the servers' RSS and roots after both.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ def reference(server_id: str, root: Path, bounded: bool) -> dict[str, Any]:
 
 def ipylsp_first_check(home: Path) -> dict[str, Any]:
     settings = Settings(language_servers={"python": ("ty", "ruff")}, directory=home)
+    below = home / "projects" / "p0" / "bad.py"
+    below.write_text(BAD)
     started = time.perf_counter()
     with Service(settings) as service:
         report = service.check(home / "bad.py", before="")
@@ -87,8 +91,17 @@ def ipylsp_first_check(home: Path) -> dict[str, Any]:
         codes = sorted(d.code or "" for f in report.files for d in f.diagnostics)
         pids = service.server_pids()
         rss = sum(tree_rss_kb(p) for p in pids) / 1024
-        roots = sorted({str(r.root) for r in service.status()})
+        started = time.perf_counter()
+        report = service.check(below, before="")
+        below_took = c.ms(time.perf_counter() - started)
+        below_codes = sorted(d.code or "" for f in report.files for d in f.diagnostics)
+        below_unknown = [u.server_id for f in report.files for u in f.unknown]
+        pids = service.server_pids()
+        rss_after = sum(tree_rss_kb(p) for p in pids) / 1024
+        roots = sorted({f"{r.server_id} {r.root}" for r in service.status()})
     return {"first_check_ms": took, "codes": codes, "servers_rss_mb": round(rss, 1),
+            "below_check_ms": below_took, "below_codes": below_codes,
+            "below_unknown": below_unknown, "servers_rss_mb_after_below": round(rss_after, 1),
             "roots": roots, "server_processes": sum(len(process_tree(p)) for p in pids)}
 
 

@@ -1,7 +1,9 @@
 """A notebook in the home directory (JupyterHub opens every user there): its writes are checked
 by servers rooted at the notebook's directory that do not index the whole home, the cells
 share those servers, and a source file written where nothing checks it is said once, with
-the fix (issue 22, item 6: one rule for one directory).
+the fix (issue 22, item 6: one rule for one directory). A file below the top is checked by
+every Python server too, never reported clean unchecked (issue 28, item 5): ty, which drops
+every file its bound excludes, is rooted at that file's own directory.
 """
 
 from __future__ import annotations
@@ -13,11 +15,19 @@ from pathlib import Path
 
 import pytest
 
+from ipylsp.analysis.report import format_text
 from ipylsp.model.settings import Settings
 from ipylsp.servers import roots
 from ipylsp.service.service import Service
-from tests.real_servers import require
+from tests.real_servers import DATA_DIR, require
 from tests.test_ipython_kernel import Kernel, _servers, block, kernel_dir_for, ty_assign
+from tests.test_python_env_real import (
+    RESOLVED,
+    SOURCE,
+    _kernel_without_the_package,
+    _make_venv,
+)
+from tests.test_servers_real import BUDGET, CASES, Case
 
 pytestmark = pytest.mark.real
 
@@ -49,9 +59,98 @@ def test_the_notebooks_directory_is_its_workspace_and_the_home_is_not_indexed(
         assert [d.code for d in file.diagnostics] == ["invalid-assignment"]
         ty = service._state.pool.find("ty", home)
         assert ty is not None
-        assert ty.spec.initialization_options == {
-            "configuration": {"src": {"exclude": ["**/*/"]}}
-        }
+        assert ty.spec.settings["ty"]["configuration"]["src"] == {"exclude": ["**/*/"]}
+
+
+PLAIN_CASES = [c for c in CASES if c.id in ("ty", "ruff", "pyright", "basedpyright", "pyrefly")]
+
+
+def _moved_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME (and the caches servers write) is the plain directory, as under JupyterHub."""
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+
+
+@pytest.mark.parametrize("case", PLAIN_CASES, ids=lambda c: c.id)
+def test_a_file_two_levels_below_a_plain_directory_gets_each_servers_error(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each Python server, with the settings of a plain directory (its own discovery bounded),
+    checks a file it is given two directories below it: the same error, at the same place, as
+    in a git workspace (tests/test_servers_real.py's cases), never a clean report."""
+    require(case.server)
+    home = _home(tmp_path)
+    _moved_home(home, monkeypatch)
+    path = home / "sub" / "deeper" / case.filename
+    path.parent.mkdir(parents=True)
+    path.write_text(case.bad)
+    settings = Settings(
+        directory=home, data_dir=DATA_DIR, language_servers={"python": (case.server,)},
+        wait_budget=BUDGET,
+    )
+    with Service(settings) as service:
+        report = service.check(path, before="")
+        [file] = report.files
+        assert (file.servers, file.unknown) == ((case.server,), ())
+        assert format_text(report) == (
+            f'<diagnostics file="sub/deeper/{case.filename}">\n{case.text}\n</diagnostics>'
+        )
+        [status] = service.status()
+        # ty alone is rooted at the file's directory: the others check it from the top
+        assert status.root == (path.parent if case.server == "ty" else home)
+
+
+def test_ty_below_a_plain_directory_resolves_imports_from_it_and_indexes_nothing_below(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ty rooted at `sub/`: `import helper` finds the helper.py beside the notebook (its
+    first-party root is the plain directory, as at the top), its own discovery stays bounded
+    (subdirectories excluded), and the top's ty keeps the cells and the top's files."""
+    require("ty")
+    home = _home(tmp_path)
+    _moved_home(home, monkeypatch)
+    (home / "helper.py").write_text('VALUE = "ten"\n')
+    (home / "sub").mkdir()
+    deep = home / "sub" / "deep.py"
+    deep.write_text("import helper\n\nprice: int = helper.VALUE\n")
+    top = home / "top.py"
+    top.write_text("x: int = 'a'\n")
+    settings = Settings(directory=home, data_dir=DATA_DIR, language_servers={"python": ("ty",)})
+    with Service(settings) as service:
+        assert format_text(service.check(deep, before="")) == block(
+            "sub/deep.py", ty_assign(3, 'Literal["ten"]', column=14)
+        )
+        assert format_text(service.check(top, before="")) == block(
+            "top.py", ty_assign(1, 'Literal["a"]')
+        )
+        assert sorted((s.server_id, s.root) for s in service.status()) == [
+            ("ty", home), ("ty", home / "sub")
+        ]
+        below = service._state.pool.find("ty", home / "sub")
+        assert below is not None
+        assert below.spec.settings["ty"]["configuration"]["src"] == {"exclude": ["**/*/"]}
+        assert below.spec.settings["ty"]["configuration"]["environment"]["root"] == [str(home)]
+
+
+def test_ty_below_a_plain_directory_resolves_packages_from_its_venv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plain directory's `.venv` (found by ipylsp, handed over in section ty) reaches the
+    ty rooted at `sub/`, which would not find it by itself; the kernel's own venv lacks the
+    package. The bound is in that section too: as an initialization option, ty's
+    `configuration` replaced the section's, and the venv was dropped."""
+    require("ty")
+    home = _home(tmp_path)
+    _moved_home(home, monkeypatch)
+    _kernel_without_the_package(monkeypatch)
+    _make_venv(home / ".venv")
+    (home / "sub").mkdir()
+    path = home / "sub" / "app.py"
+    path.write_text(SOURCE)
+    settings = Settings(directory=home, data_dir=DATA_DIR, language_servers={"python": ("ty",)})
+    with Service(settings) as service:
+        assert format_text(service.check(path, before="")) == block("sub/app.py", RESOLVED["ty"])
 
 
 def test_a_notebook_in_the_home_directory_checks_its_writes_and_says_what_it_does_not(
@@ -103,3 +202,21 @@ def test_ipylsps_own_files_in_the_home_are_not_the_cells_writes(tmp_path: Path) 
         cell = k.run("import ipylsp\n_ = ipylsp.check_cell('x = 1')")
         assert list((home / ".local/share/ipylsp/run").glob("status-*.json"))
         assert cell.displays == []
+
+
+def test_a_cell_writing_below_a_plain_directory_gets_tys_error(tmp_path: Path) -> None:
+    """Through a real kernel in a plain directory: `%%writefile sub/two.py` gets ty's error (it
+    got no report: ty was rooted at the top with every subdirectory excluded), and `%lsp check
+    --all` says the same, never `no problems`."""
+    require("ty")
+    require("ruff")
+    home = _home(tmp_path)
+    (home / "sub").mkdir()
+    kernel = Kernel(kernel_dir_for(tmp_path), home)
+    kernel.env["HOME"] = str(home)
+    with kernel as k:
+        assert k.run("%load_ext ipylsp").outputs == []
+        wrote = k.run("%%writefile sub/two.py\ny: str = 1\n")
+        error = block("sub/two.py", ty_assign(1, "Literal[1]", want="str"))
+        assert wrote.displays[-1] == error
+        assert k.run("%lsp check sub/two.py --all").result == error

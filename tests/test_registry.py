@@ -140,7 +140,10 @@ def test_the_original_four_rows_are_unchanged() -> None:
         install=InstallRecipe("pip", ("ty",)),
         root_markers=("ty.toml", *py_roots),
         config_files=("ty.toml", "pyproject.toml:tool.ty"),
-        plain={"init": {"configuration": {"src": {"exclude": ["**/*/"]}}}},
+        plain={
+            "settings": {"ty": {"configuration": {"src": {"exclude": ["**/*/"]}}}},
+            "root": "directory",
+        },
         description="Astral's type checker (fast).",
     )
     assert registry.get("ruff") == ServerSpec(

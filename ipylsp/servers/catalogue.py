@@ -14,7 +14,9 @@ _PY_ROOTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pip
 _JS_ROOTS = ("tsconfig.json", "jsconfig.json", "package.json")
 _SUBDIRECTORIES = ["**/*/"]
 """Every directory below a plain root (a notebook in the home directory): not discovered as
-the project's files; the files opened there are still checked and imports still resolve."""
+the project's files. pyright and basedpyright still check a file opened there; ty checks no
+file its exclusion covers, opened or not (0.0.105), so it is rooted at each file's own
+directory instead (`"root": "directory"`)."""
 _NO_DISCOVERY = {"analysis": {"exclude": _SUBDIRECTORIES}}
 _JS_CONFIG = ("tsconfig.json", "jsconfig.json")
 _NODE = ("node", "npm")
@@ -44,7 +46,14 @@ SPECS: tuple[ServerSpec, ...] = (
         install=InstallRecipe("pip", ("ty",)),
         root_markers=("ty.toml", *_PY_ROOTS),
         config_files=("ty.toml", "pyproject.toml:tool.ty"),
-        plain={"init": {"configuration": {"src": {"exclude": _SUBDIRECTORIES}}}},
+        # In section ty, beside `python_env`'s environment: an initialization option
+        # `configuration` would replace the section's (0.0.105). Below the plain directory:
+        # rooted at the file's own directory, its imports resolved from the plain directory
+        # (`python_env.first_party_root`), as at the top.
+        plain={
+            "settings": {"ty": {"configuration": {"src": {"exclude": _SUBDIRECTORIES}}}},
+            "root": "directory",
+        },
         description="Astral's type checker (fast).",
     ),
     ServerSpec(

@@ -15,7 +15,8 @@ a venv outside the project (``benchmarks/lsp_client.py``):
 - ty: section ``ty`` = ``{"configuration": {"environment": {"python": <env dir>}}}`` (inline ty.toml
   options; the interpreter path works too). ty finds a root ``.venv`` by itself. Inline options win
   over ty.toml, so nothing is handed over when the project's ty.toml / pyproject.toml sets
-  ``environment.python`` itself.
+  ``environment.python`` itself. Rooted below the plain directory the user works in, its
+  first-party imports are resolved from that directory (`first_party_root`).
 - pyrefly: section ``python`` = ``{"pythonPath": <interpreter>}``; finds a root ``.venv`` itself.
 - pylsp: ``pylsp.plugins.jedi.environment`` and pylsp-mypy's ``--python-executable`` (documented
   options of those projects; not measured here).
@@ -209,3 +210,16 @@ def for_server(
     if "python" not in spec.languages:
         return spec
     return apply(spec, detect(root, ceiling=ceiling, executable=executable), root=root)
+
+
+def first_party_root(spec: ServerSpec, directory: Path) -> ServerSpec:
+    """``spec`` resolving the user's own modules from ``directory`` rather than from its root:
+    for ty rooted at a file's directory below the plain directory the user works in
+    (`ServerSpec.plain` ``"root"``), so that ``import helper`` in ``sub/mod.py`` finds the
+    ``helper.py`` beside the notebook, as ty rooted at that directory does (and the kernel,
+    whose working directory it is). ty: ``environment.root`` in section ``ty``; the spec's own
+    settings win. No other server is rooted that way: they are returned unchanged."""
+    if spec.id != "ty":
+        return spec
+    detected = {"ty": {"configuration": {"environment": {"root": [str(directory)]}}}}
+    return replace(spec, settings=deep_merge(detected, spec.settings))

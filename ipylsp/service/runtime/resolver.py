@@ -3,7 +3,9 @@ checks and features alike.
 
 A path's workspace (`file_reports.display_root`: a project, else the directory the user works
 in) is where its report path is shown relative to and the ceiling of its servers' roots; in
-no project, its servers start with their own file discovery bounded (`ServerSpec.plain`).
+no project, its servers start with their own file discovery bounded (`ServerSpec.plain`), and
+a server that checks no file its bound hides, even one it is given (ty), is rooted at the
+file's own directory below that directory (`server_root`).
 A missing server becomes an `Unknown` (with the automatic install's state when
 `install_strategy` is "auto"), in full the first time for a (server, root, reason) and as a
 short line after that. `BatchLookups` looks each of these up
@@ -65,7 +67,7 @@ class Resolver:
                 spec, gate or path.parent, UnknownReason.NOT_INSTALLED, detail,
                 registry.install_hint(spec),
             )
-        root = roots.find_root(path, spec.root_markers, git_worktree=gate)
+        root = self.server_root(spec, path, gate)
         found = self.pool.find(spec.id, root)
         running = found is not None and found.client is not None and found.client.alive
         if found is not None and running:
@@ -78,18 +80,40 @@ class Resolver:
             or found.starting is not None
         ):  # else a stopped server whose command was configured anew: the new one starts
             return found
-        if gate is not None and not roots.in_project(path, self.settings.workspace_markers):
+        if gate is not None and self.plain(path):
             spec = plain_spec(spec)  # the directory the user works in: no discovery of its own
+            if root != gate:
+                spec = python_env.first_party_root(spec, gate)
         served = python_env.for_server(spec, root, ceiling=gate)
         return self.pool.add(served, root, resolution.command)
+
+    def plain(self, path: Path) -> bool:
+        """Whether `path`, in a workspace, is in no project: only below the directory the user
+        works in (`roots.in_project`)."""
+        return not roots.in_project(path, self.settings.workspace_markers)
+
+    def server_root(self, spec: ServerSpec, path: Path, gate: Path | None) -> Path:
+        """Where `spec` serves `path`: the nearest directory with one of its markers, never
+        above `gate` (the path's workspace). Below a plain directory, a server whose bounded
+        discovery also hides the files it is given (`ServerSpec.plain` "root": "directory":
+        ty drops every file its `src.exclude` covers) is rooted at the file's own directory,
+        where nothing hides it: one server per directory the user writes in."""
+        directory = Path(os.path.dirname(os.path.abspath(path)))
+        if (
+            gate is not None
+            and spec.plain.get("root") == "directory"
+            and directory != gate
+            and self.plain(path)
+        ):
+            return directory
+        return roots.find_root(path, spec.root_markers, git_worktree=gate)
 
     def running(self, path: Path) -> list[tuple[str, LanguageClient]]:
         """(server id, client) of the running servers that serve `path` (none are started)."""
         found = []
         gate = self.shown_root(path)
         for spec in self.servers(path):
-            root = roots.find_root(path, spec.root_markers, git_worktree=gate)
-            slot = self.pool.find(spec.id, root)
+            slot = self.pool.find(spec.id, self.server_root(spec, path, gate))
             if slot is not None and slot.client is not None and slot.client.alive:
                 found.append((spec.id, slot.client))
         return found
