@@ -1,9 +1,9 @@
 """ipylsp's JSON contracts, checked against their one source (`ipylsp/schemas/*.schema.json`).
 
 `validate_report`, `validate_marks` and `validate_status` raise `jsonschema.ValidationError`
-on a payload the schema does not describe. `install` makes every report this test process renders check
-itself (`to_json`, wherever it is called from); kernels' payloads are checked where the
-tests read them (`tests/test_cells_kernel.py`, `tests/test_cell_marks_kernel.py`,
+on a payload the schema does not describe. `install` makes every report this test process
+renders check itself (`to_json`, wherever it is called from); kernels' payloads are checked
+where the tests read them (`tests/test_cells_kernel.py`, `tests/test_cell_marks_kernel.py`,
 `tests/test_ipython_kernel.py`).
 """
 
