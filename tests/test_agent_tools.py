@@ -392,6 +392,47 @@ def test_a_fifo_or_a_file_over_the_limit_is_one_sentence(box: Toolbox) -> None:
 
 
 @pytest.mark.real
+def test_a_query_on_a_file_the_check_does_not_read_says_the_checks_sentence(
+    tmp_path: Path,
+) -> None:
+    """Issue 28: a query on a file over `max_file_mb` answered `file_not_found: no such file:
+    /abs/path`. Every query tool now says the check's sentence, the path as the workspace
+    shows it, as `invalid_argument` (a FIFO or a directory: before anything opens it); one
+    byte over a small limit reads in bytes, never `0.001 MB, over the 0.001 MB limit`."""
+    root = tmp_path / "ws"
+    (root / "refused" / "pkg.py").mkdir(parents=True)
+    os.mkfifo(root / "refused" / "pipe.py")
+    (root / "refused" / "over.py").write_bytes(b"#" * 1048 + b"\n")  # 0.001 MB + 1 byte
+    over = "refused/over.py is 1,049 bytes, over the 1,048-byte limit (IPyLSP.max_file_mb)"
+    refused = {
+        "pipe.py": "refused/pipe.py is a FIFO, not a regular file; give a file",
+        "pkg.py": "refused/pkg.py is a directory, not a regular file; give a file",
+        "over.py": over,
+    }
+    asks: list[tuple[str, dict[str, Any]]] = [
+        ("lsp_hover", {"line": 1, "column": 1}),
+        ("lsp_definition", {"line": 1, "symbol": "x"}),
+        ("lsp_references", {"line": 1, "column": 1}),
+        ("lsp_completions", {"line": 1, "column": 1}),
+        ("lsp_signature_help", {"line": 1, "column": 1}),
+        ("lsp_code_actions", {"line": 1}),
+        ("lsp_symbols", {}),
+    ]
+    settings = Settings(language_servers={"python": ("ty", "ruff")}, data_dir=DATA_DIR,
+                        max_file_mb=0.001, directory=root)  # as `ipylsp mcp --root` has it
+    with Service(settings) as service:
+        box = Toolbox(service, root)
+        for name, why in refused.items():
+            for tool, args in asks:
+                result = box.call(tool, {"path": f"refused/{name}", **args})
+                assert (result.ok, result.error_code, result.text) == (
+                    False, "invalid_argument", f"error [invalid_argument]: {why}"), tool
+        checked = box.call("lsp_check", {"path": "refused/over.py"})
+        assert (checked.ok, checked.text) == (True, f"not checked: {over}")
+        assert service.server_pids() == []  # nothing was asked of a server
+
+
+@pytest.mark.real
 def test_diagnostics_follow_a_write_behind_ipylsps_back(box: Toolbox) -> None:
     root = box.workspace.root
     write(root, "bad.py", "x: int = 'one'\n")

@@ -705,3 +705,41 @@ def test_a_file_the_check_does_not_read_is_one_line_on_every_surface(
         assert repr(ipylsp.check(ws / "pipe.py")) == fifo
     finally:
         assert shell.run_cell("%config IPyLSP.max_file_mb = 8", store_history=False).success
+
+
+@pytest.mark.real
+def test_a_query_on_a_file_the_check_does_not_read_says_the_checks_sentence(
+    shell: InteractiveShell, workspace: Path
+) -> None:
+    """Issue 28: `%lsp hover` and the other queries, and `ipylsp.hover()`, on a FIFO, a
+    directory or a file over `IPyLSP.max_file_mb` answered `no such file: /abs/path`. They
+    say what the check says of it, the path as the workspace shows it; one byte over a small
+    limit reads in bytes (`1,049 bytes, over the 1,048-byte limit`), never `0.001 MB, over
+    the 0.001 MB limit`."""
+    sub = workspace / "ws" / "refused"
+    sub.mkdir()
+    os.mkfifo(sub / "pipe.py")
+    (sub / "pkg.py").mkdir()
+    (sub / "over.py").write_bytes(b"#" * 1048 + b"\n")  # 0.001 MB is 1,048 bytes: + 1
+    refused = {
+        "pipe.py": "refused/pipe.py is a FIFO, not a regular file",
+        "pkg.py": "refused/pkg.py is a directory, not a regular file",
+        "over.py": "refused/over.py is 1,049 bytes, over the 1,048-byte limit "
+                   "(IPyLSP.max_file_mb)",
+    }
+    assert shell.run_cell("%config IPyLSP.max_file_mb = 0.001", store_history=False).success
+    try:
+        for name, why in refused.items():
+            for magic, kind in (("hover", "hover"), ("definition", "definition"),
+                                ("references", "references"), ("completions", "completions"),
+                                ("signature", "signature_help")):
+                answer = lsp(shell, f"{magic} refused/{name}:1:1")
+                assert (answer.text, answer.displays, answer.error) == (
+                    f"{kind}: {why}", [], None), magic
+            answer = lsp(shell, f"symbols refused/{name}")
+            assert (answer.text, answer.error) == (f"symbols: {why}", None)
+            assert lsp(shell, f"check refused/{name}").text == f"not checked: {why}"
+            assert repr(ipylsp.hover(sub / name, 1, 1)) == f"hover: {why}"
+            assert repr(ipylsp.symbols(sub / name)) == f"symbols: {why}"
+    finally:
+        assert shell.run_cell("%config IPyLSP.max_file_mb = 8", store_history=False).success

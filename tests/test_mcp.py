@@ -20,7 +20,7 @@ import pytest
 
 from ipylsp.agent import tool_schemas
 from ipylsp.lsp.procfs import descendants, running, wait_exited
-from tests.conftest import MARKER, MARKER_VAR
+from tests.conftest import MARKER, MARKER_VAR, cmdline
 from tests.mcp_sdk import wire
 from tests.real_servers import DATA_DIR, require, write
 from tests.test_agent_tools import MAIN, SHAPES
@@ -105,10 +105,12 @@ class Client:
         return text
 
 
-@pytest.fixture(scope="module")
-def client(ws: Workspace, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    params = StdioServerParameters(command=ws.command()[0], args=ws.command()[1:], env=ws.env)
-    errlog_path = tmp_path_factory.mktemp("mcp-log") / "stderr.txt"
+@contextlib.contextmanager
+def sdk_session(ws: Workspace, errlog_path: Path, cwd: Path | None = None) -> Iterator[Client]:
+    """`ipylsp mcp --root <ws.root>` started by the SDK's stdio client (in `cwd`: else this
+    process's current directory), one session initialized; it logs nothing."""
+    params = StdioServerParameters(command=ws.command()[0], args=ws.command()[1:], env=ws.env,
+                                   cwd=cwd)
     with (
         errlog_path.open("w") as errlog,
         start_blocking_portal() as portal,
@@ -118,6 +120,12 @@ def client(ws: Workspace, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         portal.call(session.initialize)
         yield Client(portal, session)
     assert errlog_path.read_text() == ""  # nothing logged: no warning, no traceback
+
+
+@pytest.fixture(scope="module")
+def client(ws: Workspace, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    with sdk_session(ws, tmp_path_factory.mktemp("mcp-log") / "stderr.txt") as started:
+        yield started
 
 
 @pytest.mark.real
@@ -152,6 +160,47 @@ def test_check_of_proposed_content_writes_nothing(client: Client, ws: Workspace)
         "(proposed content; nothing was written)"
     )
     assert (ws.root / "main.py").read_text() == MAIN
+
+
+CELL = "from shapes import Square\n\nprint(Square().perimeter())\n"
+
+
+def _mcp_process(cwd: Path) -> int:
+    """The `ipylsp mcp` process this test started in `cwd`."""
+    [pid] = [p for p in descendants(os.getpid())
+             if " mcp --root " in cmdline(p) and Path(f"/proc/{p}/cwd").resolve() == cwd]
+    return pid
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("started_in", ["a directory outside any workspace", "another workspace"])
+def test_a_cells_code_is_checked_in_the_root_wherever_the_process_started(
+    ws: Workspace, tmp_path: Path, started_in: str
+) -> None:
+    """Issue 28: `ipylsp mcp --root DIR` gave its service no cells' directory, so the cells'
+    document lived in the current directory's project (or in a directory of its own): a
+    second pair of servers checked it there, where DIR's modules do not resolve. It lives
+    in the root now, as under the server extension: the root's ty and ruff check it, its
+    `shapes` resolves, and nothing is written in the current directory or the root."""
+    cwd = (tmp_path / "cwd").resolve()
+    cwd.mkdir()
+    if started_in == "another workspace":
+        subprocess.run(["git", "init", "-q", str(cwd)], check=True)
+    in_cwd = sorted(p.name for p in cwd.iterdir())
+    in_root = sorted(p.name for p in ws.root.iterdir())
+    with sdk_session(ws, tmp_path / "stderr.txt", cwd) as started:
+        assert started.ok("lsp_check", {"path": "bad.py"}) == BAD_REPORT
+        assert started.ok("lsp_check_cell", {"code": CELL}) == (
+            '<diagnostics file="cell [ ]">\n'
+            "ERROR [3:7] Object of type `Square` has no attribute `perimeter` "
+            "[missing-attribute] (ty)\n"
+            "</diagnostics>"
+        )
+        names = [Path(cmdline(p).split()[0]).name
+                 for p in descendants(_mcp_process(cwd))]
+        assert sorted(n for n in names if n in ("ty", "ruff")) == ["ruff", "ty"]
+    assert sorted(p.name for p in cwd.iterdir()) == in_cwd
+    assert sorted(p.name for p in ws.root.iterdir()) == in_root
 
 
 @pytest.mark.real

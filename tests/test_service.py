@@ -185,14 +185,33 @@ def test_stop_while_a_check_waits_for_a_start_is_an_unknown(
 
 
 @pytest.mark.real
-def test_feature_on_an_unreadable_file_is_an_error_not_an_exception(
+def test_a_query_on_a_file_the_check_does_not_read_says_why_as_the_check_does(
     workspace: Path, service_factory: list[Service]
 ) -> None:
-    service = make(service_factory, settings())
-    folder = workspace / "d.sh"
-    folder.mkdir()  # read_text raised IsADirectoryError into the caller
-    result = service.feature("hover", folder)
-    assert (result.reason, result.error) == (UnknownReason.NO_FILE, f"no such file: {folder}")
+    """Issue 28: a query on a directory, a FIFO or a file over `max_file_mb` answered `no such
+    file: /abs/path` (a directory once raised IsADirectoryError into the caller). It says
+    the check's sentence, the path as the workspace shows it, and the file one byte under
+    the limit is read; a missing file is `no such file`, shown the same way."""
+    service = make(service_factory, settings(max_file_mb=0.001))  # 1,048 bytes
+    sub = workspace / "sub"
+    sub.mkdir()
+    (sub / "d.sh").mkdir()
+    os.mkfifo(sub / "pipe.sh")
+    (sub / "over.sh").write_bytes(b"#" * 1048 + b"\n")  # the limit + 1 byte
+    (sub / "at.sh").write_bytes(b"#" * 1047 + b"\n")  # the limit
+    refused = {
+        "d.sh": "sub/d.sh is a directory, not a regular file",
+        "pipe.sh": "sub/pipe.sh is a FIFO, not a regular file",
+        "over.sh": "sub/over.sh is 1,049 bytes, over the 1,048-byte limit (IPyLSP.max_file_mb)",
+    }
+    for name, why in refused.items():
+        for kind in ("hover", "definition", "references", "symbols", "code_actions"):
+            result = service.feature(kind, sub / name)
+            assert (result.reason, result.error) == (UnknownReason.NOT_READ, why), kind
+        assert service.check(sub / name).notes == (f"not checked: {why}",)
+    assert service.feature("hover", sub / "at.sh").error == ""
+    missing = service.feature("hover", sub / "gone.sh")
+    assert (missing.reason, missing.error) == (UnknownReason.NO_FILE, "no such file: sub/gone.sh")
 
 
 @pytest.mark.real

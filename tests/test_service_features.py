@@ -212,7 +212,7 @@ def test_failure_reasons_from_real_servers(root: Path) -> None:
     missing = ServerOverride(command=("/nonexistent/ty",))
     with python_service("ruff") as service:
         assert service.feature("hover", root / "nope.py").reason is UnknownReason.NO_FILE
-        assert service.feature("hover", root).reason is UnknownReason.NO_FILE  # a directory
+        assert service.feature("hover", root).reason is UnknownReason.NOT_READ  # a directory
         assert service.feature("hover", root / "notes.xyz").reason is UnknownReason.NO_LANGUAGE
         no_rename = service.feature("rename", root / "main.py", 0, 20, new_name="x")
         assert (no_rename.reason, no_rename.error) == (

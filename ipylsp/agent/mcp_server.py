@@ -207,10 +207,11 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
     from ipylsp.agent.toolbox import Toolbox
     from ipylsp.service.service import Service
 
-    service = Service(dataclasses.replace(settings, directory=Path(root).resolve()))
+    where = Path(root).resolve()  # the files' workspace, and the cells': the root's servers
+    service = Service(dataclasses.replace(settings, directory=where), cells_dir=where)
     threading.Thread(target=_warm_up, name="ipylsp-mcp-warm-up", daemon=True).start()
     try:
-        server = build_server(Toolbox(service, Path(root)))
+        server = build_server(Toolbox(service, where))
 
         async def serve() -> None:
             async with anyio.create_task_group() as group:

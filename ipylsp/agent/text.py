@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ipylsp.agent.workspace import Workspace
 from ipylsp.model.answers import Location, Symbol
+from ipylsp.service.check.before_text import MAX_FILE_BYTES, readable_text
 
 MAX_SOURCE_LINE = 120
 """Characters of a source line shown after a location."""
@@ -23,18 +24,16 @@ _FENCE = re.compile(r"^\s*(```|~~~)[\w+-]*\s*$")
 class SourceLines:
     """Lines of the files an answer points into, each file read once."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int | None = MAX_FILE_BYTES) -> None:
+        """`max_bytes`: `Settings.max_file_bytes` (a larger file shows no lines)."""
         self._files: dict[Path, list[str] | None] = {}
+        self._max_bytes = max_bytes
 
     def line(self, path: Path, line: int) -> str:
         """0-based `line` of `path`, stripped and shortened; "" when unreadable."""
         if path not in self._files:
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                self._files[path] = None
-            else:
-                self._files[path] = text.splitlines()
+            text = readable_text(path, self._max_bytes)  # a FIFO is never opened
+            self._files[path] = None if text is None else text.splitlines()
         lines = self._files[path]
         if lines is None or not 0 <= line < len(lines):
             return ""

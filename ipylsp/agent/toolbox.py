@@ -14,6 +14,7 @@ from ipylsp.agent.registry import TOOLS, Arguments
 from ipylsp.agent.result import ToolResult
 from ipylsp.agent.workspace import Workspace
 from ipylsp.model.diagnostics import UnknownReason
+from ipylsp.service.check.before_text import FileRefused, read_text
 
 if TYPE_CHECKING:
     from ipylsp.lsp.requests import Feature, FeatureResult
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 ERROR_CODES: dict[UnknownReason, ErrorCode] = {
     UnknownReason.NO_FILE: "file_not_found",
+    UnknownReason.NOT_READ: "invalid_argument",
     UnknownReason.NO_LANGUAGE: "unsupported_language",
     UnknownReason.NO_PROVIDER: "server_unavailable",
     UnknownReason.NOT_INSTALLED: "server_unavailable",
@@ -124,12 +126,17 @@ class Toolbox:
         raise ToolError(code, f"{detail}; {step}" if step else detail)
 
     def read(self, path: Path) -> str:
-        """A file's text as the servers see it (undecodable bytes replaced)."""
+        """A file's text as the servers see it (undecodable bytes replaced), read as the check
+        reads it: `invalid_argument` for what it does not read (a FIFO, a file over
+        `max_file_mb`), in the check's words."""
+        shown = self.workspace.shown(path)
         try:
-            return path.read_bytes().decode("utf-8", errors="replace")
-        except OSError as exc:
-            shown = self.workspace.shown(path)
-            raise ToolError("file_not_found", f"{shown}: {exc.strerror}") from None
+            text = read_text(path, self.service.settings.max_file_bytes)
+        except FileRefused as refused:
+            raise ToolError("invalid_argument", refused.about(shown)) from None
+        if text is None:
+            raise ToolError("file_not_found", f"{shown} does not exist")
+        return text
 
 
 def call_tool(name: str, arguments: Arguments | None = None, **options: Any) -> ToolResult:

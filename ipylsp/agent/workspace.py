@@ -42,11 +42,9 @@ class Workspace:
                 f"{value} is outside the workspace {self.root}; "
                 f"use a path inside it (relative paths start there)",
             )
-        if real.is_dir():
-            raise ToolError("invalid_argument", f"{value} is a directory; give a file")
         special = special_file(real)  # never opened: a FIFO would wait for a writer
         if special is not None:
-            raise ToolError("invalid_argument", f"{self.shown(real)} {special.why}; give a file")
+            raise ToolError("invalid_argument", f"{special.about(self.shown(real))}; give a file")
         if must_exist and not real.is_file():
             raise ToolError(
                 "file_not_found",

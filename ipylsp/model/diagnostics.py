@@ -104,7 +104,10 @@ class UnknownReason(enum.Enum):
     error codes and HTTP statuses only at those surfaces. Never shown as clean."""
 
     NO_FILE = "no such file"
-    """The file does not exist, or is not readable text (queries)."""
+    """The file does not exist (queries)."""
+    NOT_READ = "not read"
+    """The file is not read as a document: not a regular file (a FIFO, a directory), over
+    `max_file_mb`, or unreadable (`before_text.FileRefused` says which; queries)."""
     NO_LANGUAGE = "no language server"
     """No language server knows the file's kind (queries)."""
     NO_PROVIDER = "not offered"

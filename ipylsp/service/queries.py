@@ -21,7 +21,7 @@ from ipylsp.lsp.client import FILE_DELETED, ClientError, LanguageClient
 from ipylsp.lsp.requests import FEATURES, Feature, FeatureResult, Query
 from ipylsp.lsp.requests.request import At, supports
 from ipylsp.model.answers import Location
-from ipylsp.model.diagnostics import Unknown, UnknownReason
+from ipylsp.model.diagnostics import Unknown, UnknownReason, display_path
 from ipylsp.model.positions import word_at
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.servers import languages
@@ -60,9 +60,14 @@ async def request_feature(
     `path` only chooses the servers)."""
     kind = feature.kind
     limit = state.settings.max_file_bytes
-    text = readable_text(path, limit)
+    try:
+        text = read_text(path, limit)  # what the check reads, refused in its words
+    except FileRefused as refused:
+        return FeatureResult(kind, error=refused.about(_shown(state, path)),
+                             reason=UnknownReason.NOT_READ)
     if text is None:
-        return FeatureResult(kind, error=f"no such file: {path}", reason=UnknownReason.NO_FILE)
+        return FeatureResult(kind, error=f"no such file: {_shown(state, path)}",
+                             reason=UnknownReason.NO_FILE)
     language_id = languages.language_id(path)
     if language_id is None:
         return FeatureResult(
@@ -126,6 +131,11 @@ def _from_store(state: ServiceState, feature: Feature[A], q: Query) -> FeatureRe
     if feature.fallback == "definition":
         answer = tuple(Location(s.path, s.line, s.column) for s in symbols if s.path)
     return FeatureResult(feature.kind, answer=answer, cached=cached)
+
+
+def _shown(state: ServiceState, path: Path) -> str:
+    """`path` as a check's report shows it: relative to its workspace, absolute outside one."""
+    return display_path(path, state.resolver.shown_root(path))
 
 
 def _name_scope(state: ServiceState, path: Path) -> Path:

@@ -73,7 +73,7 @@ def _places(kind: Feature[tuple[Location, ...]], noun: str) -> Run:
         at = target(box, args)
         answer = box.feature(kind, at.path, at.line, at.column)
         places = answer.answer or ()
-        sources = SourceLines()
+        sources = SourceLines(box.service.settings.max_file_bytes)
         lines = [location_line(box.workspace, loc, sources) for loc in places]
         return _stored(ToolResult(
             ok=True,

@@ -42,14 +42,18 @@ class FileRefused(Exception):
         super().__init__(why)
         self.why = why
 
+    def about(self, shown: str) -> str:
+        """`app.py is a FIFO, not a regular file`, with the path as shown (a query's error)."""
+        return f"{shown} {self.why}"
+
     def sentence(self, shown: str) -> str:
-        """`not checked: app.py is a FIFO, not a regular file`, with the path as shown."""
-        return f"not checked: {shown} {self.why}"
+        """`not checked: app.py is a FIFO, not a regular file` (a check's note)."""
+        return f"not checked: {self.about(shown)}"
 
 
 def _megabytes(size: int) -> str:
     mb = size / MB
-    return f"{mb:.3g} MB" if mb < 1000 else f"{mb:.0f} MB"
+    return f"{mb:.3g} MB" if mb < 999.5 else f"{mb:,.0f} MB"
 
 
 def _not_regular(mode: int) -> FileRefused:
@@ -58,9 +62,13 @@ def _not_regular(mode: int) -> FileRefused:
 
 
 def _too_large(size: int, limit: int) -> FileRefused:
-    return FileRefused(
-        f"is {_megabytes(size)}, over the {_megabytes(limit)} limit (IPyLSP.max_file_mb)"
-    )
+    """`is 9 MB, over the 8 MB limit`: megabytes to 3 significant digits, unless the two would
+    read the same (a file just over the limit: `is 8 MB, over the 8 MB limit`) or the limit is
+    under 1 MB (0.001 MB is 1,048 bytes: `0.000999 MB`); then bytes, which always differ."""
+    shown, of_limit = _megabytes(size), _megabytes(limit)
+    if shown == of_limit or limit < MB:
+        shown, of_limit = f"{size:,} bytes", f"{limit:,}-byte"
+    return FileRefused(f"is {shown}, over the {of_limit} limit (IPyLSP.max_file_mb)")
 
 
 def special_file(path: Path) -> FileRefused | None:

@@ -111,6 +111,7 @@ export interface Unknown {
   server: string;
   reason:
     | 'no such file'
+    | 'not read'
     | 'no language server'
     | 'not offered'
     | 'timed out'
