@@ -124,6 +124,11 @@ LOCKED_FOR = 15.0
 locks at once instead of waiting: a writer creating the file, switching it to WAL), or waits
 for another process's rebuild. Opens run on a thread of their own: no check waits for this."""
 
+REBUILD_WAIT = 1.0
+"""Seconds a damaged file is tried again while another process has it open (it may be
+rebuilding it); past that the store is off for this process: the processes holding it are
+long-lived (kernels), and an open must not hold up a CLI call's exit."""
+
 NETWORK_FILE_SYSTEMS = frozenset({
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "fuse.glusterfs",
     "fuse.sshfs", "sshfs", "lustre", "gpfs", "beegfs", "afs", "fuse.ceph-fuse", "fuse.s3fs",
@@ -167,6 +172,7 @@ def connect(path: Path, *, check: bool = True) -> Connection:
         )
     deadline = time.monotonic() + LOCKED_FOR
     damage: sqlite3.DatabaseError | None = None
+    damaged_since: float | None = None
     while True:
         held = _lock_file(path)
         if _lock(held, fcntl.LOCK_SH, deadline):
@@ -182,6 +188,9 @@ def connect(path: Path, *, check: bool = True) -> Connection:
             else:
                 conn._held = held
                 return conn
+            if damaged_since is None:  # another process rebuilding it takes well under this
+                damaged_since = time.monotonic()
+                deadline = min(deadline, damaged_since + REBUILD_WAIT)
         else:
             held.close()
             raise StoreUnavailable(f"{path}: another process holds its lock past {LOCKED_FOR} s")
