@@ -1,201 +1,111 @@
-"""`IPyLSP`: the one traitlets Configurable with every knob.
+"""`IPyLSP`: the one traitlets Configurable, one trait per knob of `Settings`.
 
 Read the same way by the IPython extension (`c.IPyLSP.x` in ipython_config.py, `%config
-IPyLSP.x = y` at run time) and anything else that loads traitlets config; `to_settings()` turns
-it into the core's plain `Settings`.
+IPyLSP.x = y` at run time) and anything else that loads traitlets config. Its traits are made
+from the fields of `Settings` that carry a `Knob` (a knob is added there alone), and
+`to_settings()` turns it back into one: the surfaces read `Settings`, never the traits.
 """
 
 from __future__ import annotations
 
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, TraitType, Unicode, validate
 from traitlets.config import Configurable
+from traitlets.traitlets import MetaHasTraits
 
-from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
-from ipylsp.model.settings import WORKSPACE_MARKERS, InstallStrategy, Settings, SeverityFilter
+from ipylsp.model.settings import Knob, Settings, knobs
 
 
-class IPyLSP(Configurable):
+@dataclass(frozen=True, slots=True)
+class _Trait:
+    """One knob as traitlets sees it, and the way back to its field."""
+
+    field: str
+    trait: TraitType[Any, Any]
+    value: Callable[[Any], Any]
+    """The trait's value -> the field's."""
+
+
+def _expanded(text: Any) -> Path | None:
+    return Path(str(text)).expanduser() if text else None
+
+
+def _trait(field: str, hint: Any, default: Any, declared: Knob) -> _Trait:
+    """The trait of one knob, from its field's type and default and its `Knob`: a bool, an
+    int or a float (with its minimum), a `Literal`'s choices, a path or none (a string, ""
+    for none), a tuple of strings or of paths (a list; paths resolved), or a dict that
+    `Knob.parse` makes the field's value of (validated by it as it is set)."""
+    text = declared.help
+    if declared.parse is not None:
+        return _Trait(field, Dict(help=text), declared.parse)
+    args = get_args(hint)
+    if hint is bool:
+        return _Trait(field, Bool(default, help=text), bool)
+    if hint is int:
+        least = None if declared.minimum is None else int(declared.minimum)
+        return _Trait(field, Int(default, min=least, help=text), int)
+    if hint is float:
+        return _Trait(field, Float(default, min=declared.minimum, help=text), float)
+    if hint is str:
+        return _Trait(field, Unicode(default, help=text), str)
+    if get_origin(hint) is Literal:
+        return _Trait(field, Enum(list(args), default, help=text), str)
+    if get_origin(hint) in (Union, types.UnionType) and set(args) == {Path, type(None)}:
+        return _Trait(field, Unicode("" if default is None else str(default), help=text),
+                      _expanded)
+    if get_origin(hint) is tuple and args[1:] == (Ellipsis,) and args[0] in (str, Path):
+        items = List(Unicode(), default_value=[str(x) for x in default], help=text)
+        if args[0] is str:
+            return _Trait(field, items, lambda value: tuple(str(x) for x in value))
+        return _Trait(field, items,
+                      lambda value: tuple(Path(str(p)).expanduser().resolve() for p in value))
+    raise TypeError(f"Settings.{field}: no trait for a knob of type {hint}")
+
+
+def _traits() -> dict[str, _Trait]:
+    hints, defaults = get_type_hints(Settings), Settings()
+    made = {name: _trait(f.name, hints[f.name], getattr(defaults, f.name), declared)
+            for name, (f, declared) in knobs().items()}
+    for made_trait in made.values():
+        made_trait.trait.tag(config=True)
+    return made
+
+
+TRAITS: Mapping[str, _Trait] = _traits()
+"""Every knob's trait by its name."""
+
+
+class _KnobsFirst(MetaHasTraits):
+    """Traitlets' metaclass, the class's namespace starting with one trait per knob (traitlets
+    sets a trait up as it makes the class: it cannot be added afterwards). A subclass
+    inherits them."""
+
+    @classmethod
+    def __prepare__(
+        mcs, name: str, bases: tuple[type, ...], /, **kwds: Any
+    ) -> dict[str, object]:
+        if any(isinstance(base, _KnobsFirst) for base in bases):
+            return {}
+        return {knob: made.trait for knob, made in TRAITS.items()}
+
+
+class IPyLSP(Configurable, metaclass=_KnobsFirst):
     """Language-server diagnostics after every notebook cell that writes files."""
 
-    enabled = Bool(True, help="Check files written by cells (also `%lsp on` / `%lsp off`).").tag(
-        config=True
-    )
-    wait_budget = Float(
-        10.0, min=0.1, help="Seconds a cell's check may wait for its servers."
-    ).tag(config=True)
-    severity = Enum(
-        ["error", "warning", "all"], "error", help="Lowest severity shown (errors by default)."
-    ).tag(config=True)
-    max_per_file = Int(20, min=1, help="Problems shown per file.").tag(config=True)
-    max_per_report = Int(50, min=1, help="Problems shown per cell.").tag(config=True)
-    max_report_chars = Int(
-        6000, min=0, help="Characters of a cell's text/plain report, on top of the caps (the cut "
-        "is announced; the rest on `%lsp pending`). 0: no limit."
-    ).tag(config=True)
-    max_answer_chars = Int(
-        4000, min=0, help="Characters of one agent tool answer (`ipylsp.agent`); the rest is "
-        "announced as `... N more`. 0: no limit."
-    ).tag(config=True)
-    check_cells = Bool(
-        True, help="Check the code of each cell that runs (Python kernels), besides its writes."
-    ).tag(config=True)
-    cell_history = Int(
-        200, min=0, help="Executed cells the cell document keeps (the oldest go first; the "
-        "names they bound stay known from the kernel). 0: all."
-    ).tag(config=True)
-    max_files_per_check = Int(
-        200, min=0, help="Files of one cell checked at once (existing ones first); the rest on "
-        "`%lsp check`. 0: no limit."
-    ).tag(config=True)
-    show_clean = Bool(False, help="Print a one-line confirmation for clean writes.").tag(
-        config=True
-    )
-    check_shell_writes = Bool(
-        True, help="Also find files written by child processes (!cmd, %%bash, subprocess)."
-    ).tag(config=True)
-    language_servers = Dict(
-        help='Servers per language: {"python": ["ty", "ruff"]}; "a|b" = first installed.'
-    ).tag(config=True)
-    servers = Dict(
-        help='Per-server options: {"pyright": {"disabled": false, "command": [...], "env": {},'
-        ' "settings": {}, "initialization_options": {}}}.'
-    ).tag(config=True)
-    custom_servers = Dict(
-        help='Servers of your own: {"mylsp": {"command": [...], "languages": ["python"],'
-        ' "root_markers": [...], "settings": {}}}.'
-    ).tag(config=True)
-    install_strategy = Enum(
-        ["manual", "auto"], "manual", help="auto: install a missing server with a recipe on use."
-    ).tag(config=True)
-    workspace_markers = List(
-        Unicode(),
-        default_value=list(WORKSPACE_MARKERS),
-        help="Files that make a directory a workspace (besides a git worktree).",
-    ).tag(config=True)
-    semantic_after_syntax_error = Bool(
-        False, help="Ask the servers even when a write introduced a syntax error."
-    ).tag(config=True)
-    trusted_roots = List(
-        Unicode(),
-        help="Directories whose projects servers may be rooted in although another user can "
-        "write to them or above them (whoever that is, you vouch for them): a container's "
-        "bind mount owned by the host's user, a WSL drive.",
-    ).tag(config=True)
-    jupyter_ai_tools = Bool(
-        False, help="Serve the agent tools on jupyter-server-mcp's port (Jupyter AI's MCP "
-        "server, 3001 by default). That port has NO authentication: any process on the machine, "
-        "any other user of it, can call the tools and read the workspace's source. Read from the "
-        "Jupyter server's configuration; ipylsp's own /ipylsp/mcp needs the Jupyter token.",
-    ).tag(config=True)
-    idle_timeout = Float(600.0, min=0, help="Seconds before an unused server is stopped.").tag(
-        config=True
-    )
-    max_open_documents = Int(50, min=1, help="Documents kept open per server.").tag(config=True)
-    max_file_mb = Float(
-        8.0, min=0, help="The largest file checked, in MB: a larger one is not checked (said in "
-        "one line), and a cell's write watcher does not read its text before. 0: no limit."
-    ).tag(config=True)
-    data_dir = Unicode("", help="Where servers are installed (default: the user data dir).").tag(
-        config=True
-    )
-
-    store = Bool(
-        True, help="Keep servers' answers in a SQLite store: no baseline round trip after a "
-        "restart, cached answers (marked) while a server is down. `ipylsp cache info|clear`."
-    ).tag(config=True)
-    store_path = Unicode(
-        "", help="The store's file (default: $IPYLSP_STORE, else <data_dir>/store.v2.sqlite3)."
-    ).tag(config=True)
-    store_max_mb = Float(
-        64.0, min=0, help="The store's size cap in MB (least recently used answers go). 0: none."
-    ).tag(config=True)
-
-    @validate("language_servers")
-    def _check_language_servers(self, proposal: dict[str, Any]) -> dict[str, Any]:
-        # A bare string would be read one character per server id ("ty" -> "t", "y"): every
-        # id unknown, the language silently unchecked.
-        value: dict[str, Any] = proposal["value"]
-        for language, servers in value.items():
-            if not isinstance(servers, (list, tuple)) or not all(
-                isinstance(s, str) and s for s in servers
-            ):
-                raise ValueError(
-                    f"IPyLSP.language_servers[{language!r}] must be a list of server ids,"
-                    f' e.g. ["ty", "ruff"], not {servers!r}'
-                )
-        return value
-
-    @validate("servers")
-    def _check_servers(self, proposal: dict[str, Any]) -> dict[str, Any]:
-        value: dict[str, Any] = proposal["value"]
-        for server_id, options in value.items():
-            if not isinstance(options, dict):
-                raise ValueError(f"IPyLSP.servers[{server_id!r}] must be a dict")
-            ServerOverride.from_mapping(options)
-        return value
-
-    @validate("custom_servers")
-    def _check_custom(self, proposal: dict[str, Any]) -> dict[str, Any]:
-        value: dict[str, Any] = proposal["value"]
-        for server_id, options in value.items():
-            custom_spec(server_id, options)
-        return value
+    @validate(*(knob for knob, made in TRAITS.items() if isinstance(made.trait, Dict)))
+    def _parses(self, proposal: dict[str, Any]) -> Any:
+        """A dict knob's value is one its `Knob.parse` takes (its `ValueError` says why not)."""
+        TRAITS[proposal["trait"].name].value(proposal["value"])
+        return proposal["value"]
 
     def to_settings(self) -> Settings:
-        language_servers = {
-            str(language): tuple(str(s) for s in servers)
-            for language, servers in self.language_servers.items()
-        }
-        return Settings(
-            wait_budget=float(self.wait_budget),
-            severity=cast(SeverityFilter, self.severity),
-            max_per_file=int(self.max_per_file),
-            max_per_report=int(self.max_per_report),
-            max_report_chars=int(self.max_report_chars),
-            max_answer_chars=int(self.max_answer_chars),
-            cell_history=int(self.cell_history),
-            max_files_per_check=int(self.max_files_per_check),
-            language_servers=language_servers or Settings().language_servers,
-            servers={k: ServerOverride.from_mapping(v) for k, v in self.servers.items()},
-            extra_specs=tuple(custom_spec(k, v) for k, v in self.custom_servers.items()),
-            install_strategy=cast(InstallStrategy, self.install_strategy),
-            semantic_after_syntax_error=bool(self.semantic_after_syntax_error),
-            idle_timeout=float(self.idle_timeout),
-            max_open_documents=int(self.max_open_documents),
-            max_file_mb=float(self.max_file_mb),
-            data_dir=Path(self.data_dir).expanduser() if self.data_dir else None,
-            workspace_markers=tuple(str(m) for m in self.workspace_markers),
-            trusted_roots=tuple(Path(str(p)).expanduser().resolve() for p in self.trusted_roots),
-            store=bool(self.store),
-            store_path=Path(self.store_path).expanduser() if self.store_path else None,
-            store_max_mb=float(self.store_max_mb),
-        )
-
-
-def custom_spec(server_id: str, options: Any) -> ServerSpec:
-    """A user's own server row; the command comes only from the user's configuration."""
-    if not isinstance(options, dict):
-        raise ValueError(f"IPyLSP.custom_servers[{server_id!r}] must be a dict")
-    command = options.get("command")
-    if not isinstance(command, (list, tuple)) or not command:
-        raise ValueError(f"custom server {server_id!r}: 'command' must be a non-empty list")
-    languages = options.get("languages")
-    if not isinstance(languages, (list, tuple)) or not languages:
-        raise ValueError(f"custom server {server_id!r}: 'languages' must be a non-empty list")
-    return ServerSpec(
-        id=server_id,
-        name=str(options.get("name", server_id)),
-        languages=tuple(str(x) for x in languages),
-        command=tuple(str(x) for x in command),
-        install=InstallRecipe("path", hint=str(options.get("install_hint", ""))),
-        root_markers=tuple(str(x) for x in options.get("root_markers", ())),
-        settings=dict(options.get("settings") or {}),
-        initialization_options=options.get("initialization_options"),
-        env={str(k): str(v) for k, v in (options.get("env") or {}).items()},
-    )
+        """The settings these traits say (the core's own fields at their defaults)."""
+        return Settings(**{t.field: t.value(getattr(self, name)) for name, t in TRAITS.items()})
 
 
 CONFIG_NAME = "ipylsp_config"

@@ -9,7 +9,8 @@ What counts as a reference, and how it resolves:
   of ipylsp, or its last part a name defined at the top level of one of ipylsp's modules
   (a renamed module leaves such a reference behind); followed without importing anything:
   a submodule, a top-level name (to the module it was imported from), a class's attribute
-  (a method, a field, an attribute its methods set);
+  (a method, a field, an attribute its methods set; `IPyLSP`'s traits: the knobs of
+  `Settings`);
 - a bare CamelCase name (`KnownFiles`): defined in ipylsp, or a name its code uses (an
   imported class, such as IPython's `TransformerManager`).
 Backticked words that are none of these (JSON fields, settings, shell words) are not checked.
@@ -111,6 +112,10 @@ class Checkout:
                     self.used.add(node.attr)
                 elif isinstance(node, ast.alias):
                     self.used.add(node.asname or node.name.rsplit(".", 1)[-1])
+        config = self.modules.get("ipylsp.config")
+        if config is not None and "IPyLSP" in config.classes:  # its traits are made of these
+            settings = ast.parse((root / "ipylsp/model/settings.py").read_text(encoding="utf-8"))
+            config.classes["IPyLSP"].update(_knobs(settings))
         self.module_names = {m.rsplit(".", 1)[-1] for m in self.modules}
         self.classes = {c for m in self.modules.values() for c in m.classes}
         self.top_level = {n for m in self.modules.values() for n in _defined_names(m)}
@@ -188,6 +193,25 @@ def _defined(body: list[ast.stmt]) -> Iterator[str]:
             yield node.target.id
 
 
+def _knobs(tree: ast.Module) -> Iterator[str]:
+    """The knobs `Settings` declares: its fields with `metadata=knob(...)`, by the knob's
+    `name` where it gives one."""
+    for cls in tree.body:
+        if not (isinstance(cls, ast.ClassDef) and cls.name == "Settings"):
+            continue
+        for node in cls.body:
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and isinstance(node.value, ast.Call)):
+                continue
+            for keyword in node.value.keywords:
+                knob = keyword.value
+                if keyword.arg == "metadata" and isinstance(knob, ast.Call) and isinstance(
+                        knob.func, ast.Name) and knob.func.id == "knob":
+                    named = [k.value for k in knob.keywords if k.arg == "name"]
+                    yield (named[0].value if named and isinstance(named[0], ast.Constant)
+                           else node.target.id)
+
+
 @functools.cache
 def _importable(name: str) -> bool:
     """A top-level module or package of the environment (not one of ipylsp's own names)."""
@@ -245,11 +269,14 @@ def test_a_broken_reference_is_found() -> None:
         "`service/cache.py` holds `Answers`; `lsp/requests/` and `writer.py` exist, and so do"
         " `roots.workspace_gate`, `ipylsp.store.db.connect`, `ServerSpec.plain` and"
         " `TransformerManager` (IPython's). `summary.shown` is a JSON field, `os.replace` is"
-        " the standard library's, `text/plain` a MIME type.\n"
+        " the standard library's, `text/plain` a MIME type. `IPyLSP.show_clean` and"
+        " `IPyLSP.custom_servers` are knobs.\n"
         "Gone: `lsp.server_rows`, `stored.config_key`, `ServerSpec.plain_settings`,"
-        " `service/checked.py`, `lsp/gone/`, `NoSuchClass`, `analysis.positions.split_lines`."
+        " `service/checked.py`, `lsp/gone/`, `NoSuchClass`, `analysis.positions.split_lines`,"
+        " `IPyLSP.extra_specs` (a field, its knob is custom_servers), `IPyLSP.no_such_knob`."
     )
     assert checkout().broken(text) == [
         "lsp.server_rows", "stored.config_key", "ServerSpec.plain_settings",
         "service/checked.py", "lsp/gone/", "NoSuchClass", "analysis.positions.split_lines",
+        "IPyLSP.extra_specs", "IPyLSP.no_such_knob",
     ]

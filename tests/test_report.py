@@ -527,14 +527,20 @@ def test_mime_bundle_is_empty_for_a_clean_report() -> None:
 def test_options_validate_and_come_from_settings() -> None:
     with pytest.raises(ValueError, match="severity"):
         FormatOptions(severity="fatal")  # type: ignore[arg-type]
-    options = FormatOptions.from_settings(
-        Settings(severity="warning", max_per_file=3, max_per_report=7, max_report_chars=900),
-        show_clean=True,
-    )
+    settings = Settings(severity="warning", max_per_file=3, max_per_report=7,
+                        max_report_chars=900, show_clean=True)
+    options = FormatOptions.from_settings(settings, show_clean=True)
     assert options == FormatOptions(
         severity="warning", max_per_file=3, max_per_report=7, max_report_chars=900,
         show_clean=True,
     )
+    # `show_clean` only where a surface asks for it (the notebook's reports); a request's
+    # severity and an answer's size over the settings'
+    assert FormatOptions.from_settings(settings) == replace(options, show_clean=False)
+    assert FormatOptions.from_settings(
+        settings, severity="all", max_report_chars=0, more_hint="lsp_pending"
+    ) == FormatOptions(severity="all", max_per_file=3, max_per_report=7, max_report_chars=0,
+                       more_hint="lsp_pending")
 
 
 def test_check_level_unknown_renders_once_per_server_in_every_format() -> None:

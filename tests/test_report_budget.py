@@ -102,7 +102,10 @@ def test_budget_comes_from_settings_and_the_kernel_config() -> None:
     assert len(format_text(gen_report(20), options)) <= 900
     config = IPyLSP(max_report_chars=700)
     assert config.to_settings().max_report_chars == 700
-    assert options_for(config).max_report_chars == 700
+    assert options_for(config.to_settings()).max_report_chars == 700
+    shown = Settings(severity="warning", show_clean=True)
+    assert options_for(shown) == FormatOptions(severity="warning", show_clean=True)
+    assert options_for(shown, "all") == FormatOptions(severity="all", show_clean=True)
     assert IPyLSP().max_report_chars == FormatOptions().max_report_chars == 6000
 
 

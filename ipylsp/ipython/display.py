@@ -12,25 +12,19 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
-from ipylsp.config import IPyLSP
-
 if TYPE_CHECKING:  # imported on first use: `%load_ext` stays cheap
     from ipylsp.analysis.report import FormatOptions
     from ipylsp.model.diagnostics import Report
+    from ipylsp.model.settings import Settings, SeverityFilter
 
 
-def options_for(config: IPyLSP, **overrides: Any) -> FormatOptions:
+def options_for(settings: Settings, severity: SeverityFilter | None = None) -> FormatOptions:
+    """The notebook's report options: the settings' (with `show_clean`), the severity a
+    magic was asked for (None: the settings')."""
     from ipylsp.analysis.report import FormatOptions
 
-    values: dict[str, Any] = {
-        "severity": config.severity,
-        "max_per_file": config.max_per_file,
-        "max_per_report": config.max_per_report,
-        "max_report_chars": config.max_report_chars,
-        "show_clean": config.show_clean,
-    }
-    values.update(overrides)
-    return FormatOptions(**values)
+    return FormatOptions.from_settings(settings, severity=severity,
+                                       show_clean=settings.show_clean)
 
 
 class CellReport:
@@ -56,7 +50,7 @@ class CellReport:
         else:
             self._handle.update(bundle, raw=True)
 
-    def show(self, report: Report, config: IPyLSP, notes: tuple[str, ...] = ()) -> None:
+    def show(self, report: Report, settings: Settings, notes: tuple[str, ...] = ()) -> None:
         """The report, unless there is nothing to say (then a waiting line is emptied)."""
         from IPython.display import display
 
@@ -64,7 +58,7 @@ class CellReport:
 
         if notes:
             report = dataclasses.replace(report, notes=report.notes + tuple(notes))
-        bundle = mime_bundle(report, options_for(config))
+        bundle = mime_bundle(report, options_for(settings))
         if self._handle is not None:
             outcome = {"text/plain": outcome_line(report, time.monotonic() - self._started)}
             self._handle.update(bundle or outcome, raw=True)

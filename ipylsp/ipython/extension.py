@@ -6,6 +6,7 @@ shell; the service's loop thread starts on first use and servers when a file nee
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -22,6 +23,7 @@ from ipylsp.servers import executables, languages, roots
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ipylsp.model.settings import Settings
     from ipylsp.service.cells import CellSession
     from ipylsp.service.service import Service
 
@@ -37,20 +39,22 @@ class CellChecks:
     def __init__(self, shell: Any) -> None:
         self.shell = shell
         self.config = IPyLSP(parent=shell)
+        self.settings = self.config.to_settings()
+        """What `config` says, made again as it changes: what the hooks and magics read."""
         self._service: Service | None = None
         self.watcher = WriteWatcher(
             roots_filter=self._in_workspace,
             roots=self._roots,
-            child_mode="auto" if self.config.check_shell_writes else "off",
-            max_text_bytes=self.config.to_settings().max_file_bytes,
+            child_mode="auto" if self.settings.check_shell_writes else "off",
+            max_text_bytes=self.settings.max_file_bytes,
         )
         self.config.observe(self._on_config_change)
         self.last_writes: list[Write] = []
         self._outside: set[Path] = set()
         """Source files the running cell wrote outside every workspace (not checked)."""
-        self._languages = frozenset(self.config.to_settings().language_servers)
+        self._languages = frozenset(self.settings.language_servers)
         """Languages whose files the user has servers for (a note for those only)."""
-        self._data_dir = _real_data_dir(self.config)
+        self._data_dir = _real_data_dir(self.settings)
         """ipylsp's own files (status files, the cells' directories, the store): never checked,
         though a notebook's directory (a home) may hold them."""
         self._told: set[Path] = set()
@@ -67,8 +71,8 @@ class CellChecks:
         if self._service is None:
             from ipylsp.service.runtime.process_wide import get_service
 
-            service = get_service(self.config.to_settings())
-            service.configure(**_settings_changes(self.config))
+            service = get_service(self.settings)
+            service.configure(_in_cwd(self.settings))
             self._service = service
         return self._service
 
@@ -76,23 +80,24 @@ class CellChecks:
 
     def _on_config_change(self, change: Any) -> None:
         name = change["name"]
+        self.settings = self.config.to_settings()
         if name == "language_servers":
-            self._languages = frozenset(self.config.to_settings().language_servers)
+            self._languages = frozenset(self.settings.language_servers)
         if name == "data_dir":
-            self._data_dir = _real_data_dir(self.config)
+            self._data_dir = _real_data_dir(self.settings)
         if name == "check_shell_writes":
-            self.watcher.child_mode = "auto" if change["new"] else "off"
+            self.watcher.child_mode = "auto" if self.settings.check_shell_writes else "off"
         if name == "max_file_mb":  # the check's limit is the watcher's
-            self.watcher.max_text_bytes = self.config.to_settings().max_file_bytes
+            self.watcher.max_text_bytes = self.settings.max_file_bytes
         if self._service is not None:
-            self._service.configure(**_settings_changes(self.config))
+            self._service.configure(_in_cwd(self.settings))
 
     def _in_workspace(self, path: Path) -> bool:
         """The one rule (`roots.workspace_gate`), with the notebook's directory as the user's:
         a file in no project below it is checked. A source file outside is noted once."""
         if path.is_relative_to(self._data_dir):
             return False  # ipylsp's own file, written by its service during the cell
-        markers = tuple(self.config.workspace_markers)
+        markers = self.settings.workspace_markers
         if roots.workspace_gate(path, markers, directory=os.getcwd()) is not None:
             return True
         if languages.language_id_for_name(path.name) in self._languages:
@@ -101,7 +106,7 @@ class CellChecks:
 
     def _roots(self) -> list[str]:
         cwd = os.getcwd()
-        gate = roots.workspace_gate(cwd, tuple(self.config.workspace_markers), directory=cwd)
+        gate = roots.workspace_gate(cwd, self.settings.workspace_markers, directory=cwd)
         return [str(gate)] if gate is not None else [cwd]
 
     def _not_checked(self) -> tuple[str, ...]:
@@ -127,7 +132,7 @@ class CellChecks:
         self._depth += 1
         if self._depth > 1:  # `run_cell` inside a cell (`%%capture`, an agent loop): the
             return  # outer cell's watching and check cover it
-        if not self.config.enabled:
+        if not self.settings.enabled:
             return
         try:
             if self._service is not None:  # the loop thread's own writes are not the cell's
@@ -135,7 +140,7 @@ class CellChecks:
                 if ident is not None:
                     self.watcher.ignored_threads.add(ident)
             self.watcher.begin_cell()
-            if self.config.check_cells:
+            if self.settings.check_cells:
                 self.monitor.begin()
         except Exception:  # never break the user's cell
             log.exception("ipylsp: could not start watching the cell")
@@ -149,9 +154,9 @@ class CellChecks:
         try:
             writes = self.watcher.end_cell()
             self.last_writes = writes
-            cell = ran_cell(result) if self.config.check_cells else None
+            cell = ran_cell(result) if self.settings.check_cells else None
             notes = self.watcher.notes + self._not_checked()
-            if (writes or cell is not None or notes) and self.config.enabled:
+            if (writes or cell is not None or notes) and self.settings.enabled:
                 self.report(writes, notes, cell)
         except Exception:
             log.exception("ipylsp: could not check the cell's writes")
@@ -167,7 +172,7 @@ class CellChecks:
         if writes or cell is not None:
             directory = Path(os.getcwd())
             if self.service.settings.directory != directory:  # `%cd` since the last check
-                self.service.configure(directory=directory)
+                self.service.configure(_in_cwd(self.settings))
         by_path = {w.path: w for w in writes}
         checks = [FileCheck(w.path, before=_before(w, by_path)) for w in writes]
         report = None
@@ -180,7 +185,7 @@ class CellChecks:
             report = self.service.check_files(checks, progress=output.waiting) if checks else (
                 Report()
             )
-        output.show(report, self.config, notes)
+        output.show(report, self.settings, notes)
 
     def close(self) -> None:
         self.config.unobserve(self._on_config_change)
@@ -203,12 +208,9 @@ def _before(write: Write, writes: dict[Path, Write]) -> str | None:
     return write.before if write.before is not None else ""
 
 
-def _settings_changes(config: IPyLSP) -> dict[str, Any]:
-    """Every setting, and the directory the user works in: the notebook's (`%cd` moves it)."""
-    settings = config.to_settings()
-    changes = {name: getattr(settings, name) for name in settings.__dataclass_fields__}
-    changes["directory"] = Path(os.getcwd())
-    return changes
+def _in_cwd(settings: Settings) -> Settings:
+    """The settings, with the directory the user works in: the notebook's (`%cd` moves it)."""
+    return dataclasses.replace(settings, directory=Path(os.getcwd()))
 
 
 def current(shell: Any) -> CellChecks | None:
@@ -241,6 +243,6 @@ def current_session(service: Callable[[], Service]) -> CellSession:
     return session
 
 
-def _real_data_dir(config: IPyLSP) -> Path:
+def _real_data_dir(settings: Settings) -> Path:
     """ipylsp's data dir, symlinks resolved (the watcher's paths are)."""
-    return Path(os.path.realpath(executables.data_dir(config.to_settings())))
+    return Path(os.path.realpath(executables.data_dir(settings)))

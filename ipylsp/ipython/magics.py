@@ -179,9 +179,9 @@ class LspMagics(Magics):
 
     def _status(self, args: argparse.Namespace) -> TextView:
         status = self.checks.service.servers_status()  # `ipylsp status` prints the same
-        config = self.checks.config
-        writes = "on" if config.enabled else "off"
-        code = "on" if config.enabled and config.check_cells else "off"
+        settings = self.checks.settings
+        writes = "on" if settings.enabled else "off"
+        code = "on" if settings.enabled and settings.check_cells else "off"
         return TextView(f"{status}\nchecking cell writes: {writes}, cells' code: {code}")
 
     def _list(self, args: argparse.Namespace) -> TextView:
@@ -227,9 +227,8 @@ class LspMagics(Magics):
 
     def _check(self, args: argparse.Namespace) -> ShownReport:
         if args.path is None:  # the rest of a cell's writes beyond the file cap
-            overrides = {"severity": args.severity} if args.severity else {}
             return ShownReport.of(self.checks.service.check_rest(),
-                              options_for(self.checks.config, **overrides),
+                              options_for(self.checks.settings, severity=args.severity),
                               "no files left unchecked")
         before = None
         if args.before is not None:
@@ -242,9 +241,8 @@ class LspMagics(Magics):
         if args.all:
             before = ""
         report = self.checks.service.check(args.path, before=before)
-        overrides = {"severity": args.severity} if args.severity else {}
         clean = "no problems" if args.all else "no new problems"  # the words of the request
-        return ShownReport.of(report, options_for(self.checks.config, **overrides),
+        return ShownReport.of(report, options_for(self.checks.settings, severity=args.severity),
                           f"{args.path}: {clean}")
 
     def _check_cell(self, args: argparse.Namespace) -> ShownReport:
@@ -256,14 +254,14 @@ class LspMagics(Magics):
             raise UsageError("%lsp check_cell: no code (give it after the word, or use "
                              "%%lsp check_cell with the code as the cell's body)")
         report = self.checks.cells.session.preflight(code)
-        return ShownReport.of(report, options_for(self.checks.config),
+        return ShownReport.of(report, options_for(self.checks.settings),
                           "the cell: no new problems (nothing was run)")
 
     def _diagnostics(self, args: argparse.Namespace) -> ShownReport:
         report = self.checks.service.diagnostics(args.path, cached=args.cached)
         if args.cached:
-            return ShownReport.of(report, options_for(self.checks.config), "no stored problems")
-        return ShownReport.of(report, options_for(self.checks.config),
+            return ShownReport.of(report, options_for(self.checks.settings), "no stored problems")
+        return ShownReport.of(report, options_for(self.checks.settings),
                           "no known problems" if report.files else "nothing checked yet")
 
     def _feature(self, feature: Feature[Any], args: argparse.Namespace) -> TextView:
@@ -293,7 +291,7 @@ class LspMagics(Magics):
         # problem handed over).
         from dataclasses import replace
 
-        options = options_for(self.checks.config, severity="all")
+        options = options_for(self.checks.settings, severity="all")
         report = self.checks.service.pending(options, again="%lsp pending")
         return ShownReport.of(report, replace(options, max_report_chars=0), "nothing pending")
 

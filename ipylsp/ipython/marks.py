@@ -56,7 +56,7 @@ def _session() -> tuple[CellChecks, CellSession] | Marks:
     if checks is None:
         return _empty("not loaded")
     session = checks.cells.started
-    if session is None or not checks.config.check_cells:
+    if session is None or not checks.settings.check_cells:
         return _empty("no cells checked")
     return checks, session
 

@@ -93,3 +93,27 @@ class ServerOverride:
             settings=raw.get("settings"),
             initialization_options=raw.get("initialization_options"),
         )
+
+
+def custom_spec(server_id: str, options: Any) -> ServerSpec:
+    """A user's own server row (``IPyLSP.custom_servers = {"mylsp": {...}}``); the command
+    comes only from the user's configuration."""
+    if not isinstance(options, dict):
+        raise ValueError(f"IPyLSP.custom_servers[{server_id!r}] must be a dict")
+    command = options.get("command")
+    if not isinstance(command, (list, tuple)) or not command:
+        raise ValueError(f"custom server {server_id!r}: 'command' must be a non-empty list")
+    languages = options.get("languages")
+    if not isinstance(languages, (list, tuple)) or not languages:
+        raise ValueError(f"custom server {server_id!r}: 'languages' must be a non-empty list")
+    return ServerSpec(
+        id=server_id,
+        name=str(options.get("name", server_id)),
+        languages=tuple(str(x) for x in languages),
+        command=tuple(str(x) for x in command),
+        install=InstallRecipe("path", hint=str(options.get("install_hint", ""))),
+        root_markers=tuple(str(x) for x in options.get("root_markers", ())),
+        settings=dict(options.get("settings") or {}),
+        initialization_options=options.get("initialization_options"),
+        env={str(k): str(v) for k, v in (options.get("env") or {}).items()},
+    )

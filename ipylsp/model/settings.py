@@ -1,17 +1,23 @@
-"""Plain settings for the core (service, lsp, analysis).
+"""Every knob of ipylsp, declared once: `Settings`, plain values every layer reads.
 
-The adapters read the traitlets `IPyLSP` configurable (or CLI flags) and build one of these, so
-the core never imports traitlets or IPython and every surface reads the same knobs the same way.
+A field with `Knob` metadata is a knob users set (`IPyLSP.<name>`: `%config`, `c.IPyLSP.<name>`
+in a config file, the docs' knob table): `config.py` makes its trait from the field's type,
+default and `Knob`, and `IPyLSP.to_settings` makes one of these, so the core never imports
+traitlets or IPython and every surface reads the same knobs the same way. The fields without one
+are the core's own (timeouts, what a server may send, the directory a surface sets). Knobs only
+the IPython extension reads (`enabled`, `check_cells`, `show_clean`, `check_shell_writes`) and
+the Jupyter server's `jupyter_ai_tools` are fields too: one place declares every knob, and the
+rest of the core ignores them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from ipylsp.model.server_spec import ServerOverride, ServerSpec
+from ipylsp.model.server_spec import ServerOverride, ServerSpec, custom_spec
 
 SeverityFilter = Literal["error", "warning", "all"]
 MB = 1024 * 1024
@@ -68,11 +74,95 @@ worktree; `Settings.workspace_markers` by default. Here, at the bottom, so setti
 import `lsp`."""
 
 
+KNOB = "ipylsp.knob"
+"""The key of a knob's `Knob` in its field's metadata."""
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """What makes a field of `Settings` a knob: `IPyLSP.<name>`, its trait made from the
+    field's type (bool, int, float, a `Literal`'s choices, a path or none: a string, "" for
+    none; a tuple of strings or of paths: a list), its default and this."""
+
+    help: str
+    """What `%config IPyLSP` says of it."""
+    minimum: float | None = None
+    """The smallest number accepted; None: any."""
+    name: str = ""
+    """The knob's name where it is not the field's."""
+    parse: Callable[[dict[str, Any]], Any] | None = None
+    """For a field whose values are not plain (servers and their options): the knob is then a
+    dict, `{}` by default, and this makes the field's value of it; a `ValueError` says what is
+    wrong, as the value is set."""
+
+
+def knob(
+    help: str,
+    *,
+    minimum: float | None = None,
+    name: str = "",
+    parse: Callable[[dict[str, Any]], Any] | None = None,
+) -> dict[str, Knob]:
+    """The metadata of a field that is a knob."""
+    return {KNOB: Knob(help, minimum, name, parse)}
+
+
+def knobs() -> dict[str, tuple[Field[Any], Knob]]:
+    """Every knob by its name, in the order `Settings` declares them, with its field."""
+    found: dict[str, tuple[Field[Any], Knob]] = {}
+    for f in fields(Settings):
+        declared = f.metadata.get(KNOB)
+        if isinstance(declared, Knob):
+            found[declared.name or f.name] = (f, declared)
+    return found
+
+
+def _language_servers(value: dict[str, Any]) -> Mapping[str, tuple[str, ...]]:
+    # A bare string would be read one character per server id ("ty" -> "t", "y"): every id
+    # unknown, the language silently unchecked.
+    for language, servers in value.items():
+        if not isinstance(servers, (list, tuple)) or not all(
+            isinstance(s, str) and s for s in servers
+        ):
+            raise ValueError(
+                f"IPyLSP.language_servers[{language!r}] must be a list of server ids,"
+                f' e.g. ["ty", "ruff"], not {servers!r}'
+            )
+    chosen = {str(language): tuple(servers) for language, servers in value.items()}
+    return chosen or dict(DEFAULT_LANGUAGE_SERVERS)
+
+
+def _servers(value: dict[str, Any]) -> Mapping[str, ServerOverride]:
+    for server_id, options in value.items():
+        if not isinstance(options, dict):
+            raise ValueError(f"IPyLSP.servers[{server_id!r}] must be a dict")
+    return {k: ServerOverride.from_mapping(v) for k, v in value.items()}
+
+
+def _custom_servers(value: dict[str, Any]) -> tuple[ServerSpec, ...]:
+    return tuple(custom_spec(k, v) for k, v in value.items())
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Every knob of the core, with the defaults documented in the README."""
+    """Every knob (with a `Knob`: what users set) and the core's own fields."""
 
-    wait_budget: float = 10.0
+    enabled: bool = field(default=True, metadata=knob(
+        "Check files written by cells (also `%lsp on` / `%lsp off`)."))
+    check_cells: bool = field(default=True, metadata=knob(
+        "Check the code of each cell that runs (Python kernels), besides its writes."))
+    show_clean: bool = field(default=False, metadata=knob(
+        "Print a one-line confirmation for clean writes."))
+    """Honoured by the notebook's reports only: the other surfaces say "clean" their own way."""
+    check_shell_writes: bool = field(default=True, metadata=knob(
+        "Also find files written by child processes (!cmd, %%bash, subprocess)."))
+    jupyter_ai_tools: bool = field(default=False, metadata=knob(
+        "Serve the agent tools on jupyter-server-mcp's port (Jupyter AI's MCP server, 3001 by "
+        "default). That port has NO authentication: any process on the machine, any other user "
+        "of it, can call the tools and read the workspace's source. Read from the Jupyter "
+        "server's configuration; ipylsp's own /ipylsp/mcp needs the Jupyter token."))
+    wait_budget: float = field(default=10.0, metadata=knob(
+        "Seconds a cell's check may wait for its servers.", minimum=0.1))
     """Seconds one check may wait for all its servers (spawn + initialize + diagnostics)."""
     initialize_timeout: float = 60.0
     """Seconds a server may take to answer initialize (in the background) before it is broken."""
@@ -81,65 +171,83 @@ class Settings:
     shutdown_grace: float = 2.0
     """Seconds a server gets to answer `shutdown`; one that answers then gets 0.4 s to exit
     (`client.EXIT_GRACE`), one that does not is killed at once (tree and helpers)."""
-    idle_timeout: float = 600.0
-    """Seconds without use after which a server is stopped (0 disables the reaper)."""
-    max_open_documents: int = 50
-    """Documents kept open per server; the least recently used are closed beyond this."""
+    idle_timeout: float = field(default=600.0, metadata=knob(
+        "Seconds before an unused server is stopped.", minimum=0))
+    """0 disables the reaper."""
+    max_open_documents: int = field(default=50, metadata=knob(
+        "Documents kept open per server.", minimum=1))
+    """The least recently used are closed beyond this."""
     max_message_bytes: int = 64 * 1024 * 1024
     """Largest message body accepted from a server."""
     max_restarts: int = 3
     """Crash restarts (with backoff) before a server is marked broken until `restart`."""
     max_timeouts: int = 2
     """Consecutive timed-out checks before a server is marked broken until `restart`."""
-    severity: SeverityFilter = "error"
-    max_files_per_check: int = 200
-    """Files of one batch (a cell's writes) put to the servers; the rest waits for
-    `Service.check_rest`. 0 means no limit."""
-    max_per_file: int = 20
-    max_per_report: int = 50
-    max_report_chars: int = 6000
-    """Characters of a report's text/plain, on top of the caps (agent tools drop or stub
-    bigger outputs: jupyter-ai-tools stubs a cell's outputs over 10,000 JSON characters); the
-    cut is announced. 0 means no limit."""
-    max_answer_chars: int = 4000
-    """Characters of one agent tool answer (`ipylsp.agent`); what does not fit ends with
-    `... N more`. 0 means no limit."""
-    cell_history: int = 200
-    """Executed cells the notebook's cell document keeps (the oldest go first); 0: all."""
+    severity: SeverityFilter = field(default="error", metadata=knob(
+        "Lowest severity shown (errors by default)."))
+    max_files_per_check: int = field(default=200, metadata=knob(
+        "Files of one cell checked at once (existing ones first); the rest on `%lsp check`. "
+        "0: no limit.", minimum=0))
+    """The rest of a batch waits for `Service.check_rest`."""
+    max_per_file: int = field(default=20, metadata=knob("Problems shown per file.", minimum=1))
+    max_per_report: int = field(default=50, metadata=knob("Problems shown per cell.", minimum=1))
+    max_report_chars: int = field(default=6000, metadata=knob(
+        "Characters of a cell's text/plain report, on top of the caps (the cut is announced; "
+        "the rest on `%lsp pending`). 0: no limit.", minimum=0))
+    """Agent tools drop or stub bigger outputs: jupyter-ai-tools stubs a cell's outputs over
+    10,000 JSON characters."""
+    max_answer_chars: int = field(default=4000, metadata=knob(
+        "Characters of one agent tool answer (`ipylsp.agent`); the rest is announced as "
+        "`... N more`. 0: no limit.", minimum=0))
+    cell_history: int = field(default=200, metadata=knob(
+        "Executed cells the cell document keeps (the oldest go first; the names they bound "
+        "stay known from the kernel). 0: all.", minimum=0))
     language_servers: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: dict(DEFAULT_LANGUAGE_SERVERS)
-    )
-    servers: Mapping[str, ServerOverride] = field(default_factory=dict)
-    extra_specs: tuple[ServerSpec, ...] = ()
-    """Servers defined by the user's configuration, beside (or replacing, by id) the registry's."""
-    semantic_after_syntax_error: bool = False
-    """Ask the language servers even when the in-process syntax tier found an error."""
-    install_strategy: InstallStrategy = "manual"
-    data_dir: Path | None = None
-    """Where ipylsp installs servers; None means the platformdirs user data dir."""
-    store: bool = True
-    """Keep servers' answers in a SQLite file (`store_path`): baselines after a restart, and
-    cached answers while a server is missing, broken or starting."""
-    store_path: Path | None = None
-    """The store's file; None: `$IPYLSP_STORE`, else `<data_dir>/store.v2.sqlite3`."""
-    store_max_mb: float = 64.0
-    """The store's size cap; over it the least recently used answers go. 0: no cap."""
-    max_file_mb: float = 8.0
-    """The largest file ipylsp reads as a document, on every path that reads one: the check
-    (a larger file is not checked, and the report says so in one line) and the write
-    watcher (a larger file's text before the cell is not read). 0: no limit."""
-    workspace_markers: tuple[str, ...] = WORKSPACE_MARKERS
-    """Files that make a directory a workspace besides a git worktree: paths in reports are
-    shown relative to it, and servers are never rooted above it."""
+        default_factory=lambda: dict(DEFAULT_LANGUAGE_SERVERS), metadata=knob(
+            'Servers per language: {"python": ["ty", "ruff"]}; "a|b" = first installed.',
+            parse=_language_servers))
+    """`{}` configured: these defaults."""
+    servers: Mapping[str, ServerOverride] = field(default_factory=dict, metadata=knob(
+        'Per-server options: {"pyright": {"disabled": false, "command": [...], "env": {}, '
+        '"settings": {}, "initialization_options": {}}}.', parse=_servers))
+    extra_specs: tuple[ServerSpec, ...] = field(default=(), metadata=knob(
+        'Servers of your own: {"mylsp": {"command": [...], "languages": ["python"], '
+        '"root_markers": [...], "settings": {}}}.', name="custom_servers",
+        parse=_custom_servers))
+    """Beside (or replacing, by id) the registry's."""
+    semantic_after_syntax_error: bool = field(default=False, metadata=knob(
+        "Ask the servers even when a write introduced a syntax error."))
+    """Else the in-process syntax tier's error holds them back."""
+    install_strategy: InstallStrategy = field(default="manual", metadata=knob(
+        "auto: install a missing server with a recipe on use."))
+    data_dir: Path | None = field(default=None, metadata=knob(
+        "Where servers are installed (default: the user data dir)."))
+    """None: the platformdirs user data dir."""
+    store: bool = field(default=True, metadata=knob(
+        "Keep servers' answers in a SQLite store: no baseline round trip after a restart, "
+        "cached answers (marked) while a server is down. `ipylsp cache info|clear`."))
+    """Cached answers stand in while a server is missing, broken or starting."""
+    store_path: Path | None = field(default=None, metadata=knob(
+        "The store's file (default: $IPYLSP_STORE, else <data_dir>/store.v2.sqlite3)."))
+    store_max_mb: float = field(default=64.0, metadata=knob(
+        "The store's size cap in MB (least recently used answers go). 0: none.", minimum=0))
+    max_file_mb: float = field(default=8.0, metadata=knob(
+        "The largest file checked, in MB: a larger one is not checked (said in one line), and "
+        "a cell's write watcher does not read its text before. 0: no limit.", minimum=0))
+    """On every path that reads a file as a document."""
+    workspace_markers: tuple[str, ...] = field(default=WORKSPACE_MARKERS, metadata=knob(
+        "Files that make a directory a workspace (besides a git worktree)."))
+    """Paths in reports are shown relative to it, and servers are never rooted above it."""
     directory: Path | None = None
     """The directory the user works in, set by each surface (the kernel's working directory,
     the Jupyter server's root, the agent's root): a file below it that is in no project is
     still in a workspace, rooted there, with the servers' own file discovery bounded (a home
     directory is not indexed). None: only projects are workspaces."""
-    trusted_roots: tuple[Path, ...] = ()
-    """Directories whose projects servers may be rooted in although another user can write
-    to them or above them (a container's bind mount owned by the host's user, a WSL drive):
-    the user vouches for whoever else can write there."""
+    trusted_roots: tuple[Path, ...] = field(default=(), metadata=knob(
+        "Directories whose projects servers may be rooted in although another user can "
+        "write to them or above them (whoever that is, you vouch for them): a container's "
+        "bind mount owned by the host's user, a WSL drive."))
+    """Resolved, as the roots they are compared with."""
 
     @property
     def max_file_bytes(self) -> int | None:

@@ -105,7 +105,7 @@ def mcp_tools() -> list[str]:
         return []
     server = ServerApp.instance()
     try:
-        turned_on = bool(IPyLSP(config=server.config).jupyter_ai_tools)
+        turned_on = IPyLSP(config=server.config).to_settings().jupyter_ai_tools
     except Exception as exc:  # a bad IPyLSP setting: said, and nothing served
         server.log.error("ipylsp: agent tools not served on jupyter-server-mcp's port: %s", exc)
         return []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ipylsp.agent.errors import ToolError
 from ipylsp.agent.registry import PATH, SEVERITY, Arguments, tool
@@ -22,14 +22,12 @@ if TYPE_CHECKING:
 MORE_HINT = "lsp_pending"
 
 
-def _options(box: Toolbox, args: Arguments, **overrides: Any) -> FormatOptions:
+def _options(box: Toolbox, args: Arguments) -> FormatOptions:
+    """The settings' options, sized for an answer, with the call's `severity` if it has one."""
     from ipylsp.analysis.report import FormatOptions
 
-    values: dict[str, Any] = {"max_report_chars": box.max_chars, "more_hint": MORE_HINT}
-    if "severity" in args:
-        values["severity"] = args["severity"]
-    values.update(overrides)
-    return FormatOptions.from_settings(box.service.settings, **values)
+    return FormatOptions.from_settings(box.service.settings, severity=args.get("severity"),
+                                       max_report_chars=box.max_chars, more_hint=MORE_HINT)
 
 
 def _in_workspace(box: Toolbox, report: Report) -> Report:
@@ -198,7 +196,7 @@ def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
     {},
 )
 def lsp_pending(box: Toolbox, args: Arguments) -> ToolResult:
-    options = _options(box, {}, severity="all")
+    options = _options(box, {"severity": "all"})
     report = box.service.pending(options, again="lsp_pending")
     # What was taken is handed over whole: it is forgotten, so none of it may be cut.
     return _answer(_in_workspace(box, report), dataclasses.replace(options, max_report_chars=0),

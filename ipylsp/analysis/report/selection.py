@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ipylsp.analysis.naturalsort import natural_key
 from ipylsp.analysis.report.merge import Row, merge
@@ -64,16 +64,29 @@ class FormatOptions:
             raise ValueError(f"severity must be one of {sorted(_SEVERITIES)}: {self.severity!r}")
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: Any) -> FormatOptions:
-        """Options from the core settings (severity filter, caps, budget), with overrides."""
-        values: dict[str, Any] = {
-            "severity": settings.severity,
-            "max_per_file": settings.max_per_file,
-            "max_per_report": settings.max_per_report,
-            "max_report_chars": settings.max_report_chars,
-        }
-        values.update(overrides)
-        return cls(**values)
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        severity: SeverityFilter | None = None,
+        max_report_chars: int | None = None,
+        more_hint: str = MORE_HINT,
+        show_clean: bool = False,
+    ) -> FormatOptions:
+        """The one builder of every surface's options: the settings' severity filter, caps and
+        budget; a request's own `severity` and an answer's own size (`max_report_chars`) when
+        given; `show_clean` only where it is honoured (the notebook's reports: the other
+        surfaces say "clean" their own way)."""
+        return cls(
+            severity=settings.severity if severity is None else severity,
+            max_per_file=settings.max_per_file,
+            max_per_report=settings.max_per_report,
+            max_report_chars=(
+                settings.max_report_chars if max_report_chars is None else max_report_chars
+            ),
+            more_hint=more_hint,
+            show_clean=show_clean,
+        )
 
     def shows(self, severity: Severity) -> bool:
         return severity in _SEVERITIES[self.severity]
