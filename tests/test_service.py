@@ -468,13 +468,16 @@ def test_a_server_configured_anew_runs_its_new_command_once_stopped(
 ) -> None:
     """`%config IPyLSP.servers = {...}` after a server ran: the running one is kept, and once
     stopped the new command starts (the pool's slot used to keep the old command forever)."""
+    from dataclasses import replace
+
     from ipylsp.model.server_spec import ServerOverride
 
     service = make(service_factory, settings(wait_budget=1.0, initialize_timeout=0.5))
     path = workspace / "again.sh"
     path.write_text("ERROR:first\n")
     assert unknowns(service.check(path, before="")) == []
-    service.configure(servers={"fake": ServerOverride(command=fake_command("--hang-initialize"))})
+    hanging = ServerOverride(command=fake_command("--hang-initialize"))
+    service.configure(replace(service.settings, servers={"fake": hanging}))
     path.write_text("ERROR:second\n")
     assert unknowns(service.check(path, before="")) == []  # still the running one
     assert service.stop() == 1
