@@ -72,7 +72,8 @@ def check_cell(code: str, *, timeout: float | None = None) -> Report:
 
 
 def diagnostics(path: str | os.PathLike[str] | None = None) -> Report:
-    """Last known diagnostics of one file or of every checked file (no server round trip)."""
+    """The current diagnostics of one file or of every checked file: a file never checked, or
+    changed on disk since its check, is checked first (the rule of every surface)."""
     report = get_service().diagnostics(path)
     return _shown(report, "no known problems" if report.files else "nothing checked yet")
 
@@ -84,16 +85,11 @@ def pending() -> Report:
     them shows within the configured `max_report_chars`; what does not fit stays pending for
     the next call (a note says how many).
     """
-    import dataclasses
-
-    from ipylsp.analysis.report import FormatOptions, ShownReport
+    from ipylsp.analysis.report import FormatOptions
 
     service = get_service()
     options = FormatOptions.from_settings(service.settings, severity="all")
-    report = service.pending(options, again="ipylsp.pending()")
-    # All of the hand-over shows (no second budget that could hide a problem handed over).
-    return ShownReport.of(report, dataclasses.replace(options, max_report_chars=0),
-                          "nothing pending")
+    return service.pending(options, again="ipylsp.pending()")
 
 
 def _feature(kind: str, path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[Any]:

@@ -140,9 +140,14 @@ def test_what_the_api_returns_prints_as_the_answer(
                                      "application/vnd.ipylsp.diagnostics+json"])
     assert bundle["text/plain"] == block
     assert repr(ipylsp.diagnostics(main)) == block
-    assert repr(ipylsp.diagnostics(workspace / "lib.py")) == "nothing checked yet"
+    assert repr(ipylsp.diagnostics(workspace / "gone.py")) == "nothing checked yet"
     assert repr(ipylsp.pending()) == block
     assert repr(ipylsp.pending()) == "nothing pending"
+    # the same refresh rule as lsp_diagnostics: a file never checked, or changed on disk
+    # since its check, is checked first
+    assert repr(ipylsp.diagnostics(workspace / "lib.py")) == "no known problems"
+    main.write_text(MAIN)
+    assert repr(ipylsp.diagnostics(main)) == "no known problems"
     hover = ipylsp.hover(main, 3, 9)
     assert repr(hover) == str(hover) == "def area(\n    width: int,\n    height: int\n) -> int"
     assert repr(ipylsp.definition(main, 3, 9)) == "lib.py:1:5"  # relative to the cwd

@@ -255,7 +255,7 @@ HELP = {
     'diagnostics': (
         'usage: %lsp diagnostics [-h] [--cached] [path]\n'
         '\n'
-        'last known diagnostics (no round trip)\n'
+        'current diagnostics (changed files checked again)\n'
         '\n'
         'positional arguments:\n'
         '  path        one file (default: all checked)\n'
@@ -647,7 +647,7 @@ TOP_HELP = (
     '               what CODE would introduce if it ran now as a cell (nothing\n'
     '               runs)\n'
     '    diagnostics\n'
-    '               last known diagnostics (no round trip)\n'
+    '               current diagnostics (changed files checked again)\n'
     '    hover      hover at PATH:LINE:COL (1-based)\n'
     '    definition\n'
     '               definition at PATH:LINE:COL (1-based)\n'

@@ -93,7 +93,7 @@ def _parser() -> _Parser:
     check_cell.add_argument(
         "code", nargs="*", help="the code, as written; as a cell magic: the cell's body"
     )
-    diagnostics = add("diagnostics", "last known diagnostics (no round trip)")
+    diagnostics = add("diagnostics", "current diagnostics (changed files checked again)")
     diagnostics.add_argument("path", nargs="?", help="one file (default: all checked)")
     diagnostics.add_argument(
         "--cached", action="store_true",
@@ -286,14 +286,8 @@ class LspMagics(Magics):
         return TextView(info.summary(cleared=args.action == "clear"))
 
     def _pending(self, args: argparse.Namespace) -> ShownReport:
-        # The channel hands over what these options show and keeps the rest (its note says
-        # how many); the view then shows all of it (no second budget that could hide a
-        # problem handed over).
-        from dataclasses import replace
-
         options = options_for(self.checks.settings, severity="all")
-        report = self.checks.service.pending(options, again="%lsp pending")
-        return ShownReport.of(report, replace(options, max_report_chars=0), "nothing pending")
+        return self.checks.service.pending(options, again="%lsp pending")
 
     def _on(self, args: argparse.Namespace) -> TextView:
         self._set_enabled(True)

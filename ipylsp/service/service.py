@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ipylsp.analysis.report import FormatOptions
+from ipylsp.analysis.report import FormatOptions, ShownReport
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.settings import Settings
@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 __all__ = ["FileCheck", "Service"]
 
 A = TypeVar("A")
+
+NOTHING_PENDING = "nothing pending"
+"""What every surface says when nothing is pending."""
 
 class Service:
     """Language servers for any number of workspaces, driven from a background loop."""
@@ -366,15 +369,19 @@ class Service:
 
     def pending(
         self, options: FormatOptions | None = None, *, again: str = "ipylsp.pending()"
-    ) -> Report:
+    ) -> ShownReport:
         """Problems introduced by writes and not yet handed over, newest writes first (10 per
-        file, 30 in all; with `options`, what a report rendered with them shows). Only what is
-        handed over is forgotten: a cut hand-over's note says how many stay pending for the
-        next call, and `again` is how to make it (`%lsp pending`)."""
+        file, 30 in all, and what a report rendered with `options` shows). Only what is handed
+        over is forgotten: a cut hand-over's note says how many stay pending for the next
+        call, and `again` is how to make it (`%lsp pending`). What is taken prints whole (no
+        second budget could hide a problem handed over), or says "nothing pending". Without
+        `options`, nothing is cut to a rendering, and it prints with the settings' options,
+        every severity."""
         report, left = self._pending.take(options=options)
         if left:
             report = replace(report, notes=(*report.notes, f"... and {left} more pending: {again}"))
-        return report
+        shown = options or FormatOptions.from_settings(self.settings, severity="all")
+        return ShownReport.of(report, replace(shown, max_report_chars=0), NOTHING_PENDING)
 
     @property
     def pending_count(self) -> int:
@@ -453,16 +460,29 @@ class Service:
         return self._state.known.errors
 
     def diagnostics(
-        self, path: str | os.PathLike[str] | None = None, *, cached: bool = False
+        self, path: str | os.PathLike[str] | None = None, *, cached: bool = False,
+        within: Callable[[Path], bool] | None = None,
     ) -> Report:
-        """Last known diagnostics (no server round trip), for one file or all checked files.
-        `cached`: from the persistent store instead (any process's answers; a directory, or
-        the current one, for every stored file under it), marked cached and maybe stale."""
+        """The current diagnostics of one file, or of every checked file (those `within` a
+        workspace, when given): a file changed on disk since its last check (an editor,
+        another process, `git checkout`), or one never checked, is checked first; the others
+        answer from memory, with no server round trip. `cached`: from the persistent store
+        instead (any process's answers; a directory, or the current one, for every stored
+        file under it), marked cached and maybe stale, nothing checked."""
         if cached:
             where = self._normalize(path if path is not None else os.getcwd())
             return stored_report(self._state.answers, where, self.settings)
         known = self._state.known
-        paths = [self._normalize(path)] if path is not None else sorted(known)
+        if path is not None:
+            paths = [self._normalize(path)]
+            stale = ([paths[0]] if paths[0] not in known and paths[0].is_file()
+                     else self.changed_on_disk(paths))
+        else:
+            stale = [p for p in self.changed_on_disk() if within is None or within(p)]
+        if stale:
+            self.check_files([FileCheck(p) for p in stale])
+        if path is None:
+            paths = [p for p in sorted(known) if within is None or within(p)]
         return known_report(
             known, paths, self.settings,
             lambda file, server, text: self._state.answers.cached(file, server, text, ""),

@@ -159,8 +159,6 @@ def lsp_check_cell(box: Toolbox, args: Arguments) -> ToolResult:
     },
 )
 def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
-    from ipylsp.service.check.batch import FileCheck
-
     service = box.service
     options = _options(box, args)
     data = None
@@ -173,18 +171,13 @@ def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
                  else box.workspace.root)
         report = _in_workspace(box, service.diagnostics(where, cached=True))
         return _answer(report, options, "no stored problems", data=data)
+    path: Path | None = None
     if "path" in args:
-        path: Path | None = box.workspace.resolve(args["path"])
+        path = box.workspace.resolve(args["path"])
         assert path is not None
         _require_language(box, path)
-        known = service.diagnostics(path).files
-        stale = [path] if not known else service.changed_on_disk([path])
-    else:
-        path = None
-        stale = [p for p in service.changed_on_disk() if box.workspace.contains(p)]
-    if stale:
-        service.check_files([FileCheck(p) for p in stale])
-    report = _in_workspace(box, service.diagnostics(path))  # stored answers stand in
+    # stored answers stand in for servers that did not answer
+    report = _in_workspace(box, service.diagnostics(path, within=box.workspace.contains))
     empty = "no known problems" if report.files else "nothing checked yet: lsp_check a file"
     return _answer(report, options, empty, data=data)
 
@@ -196,11 +189,8 @@ def lsp_diagnostics(box: Toolbox, args: Arguments) -> ToolResult:
     {},
 )
 def lsp_pending(box: Toolbox, args: Arguments) -> ToolResult:
-    options = _options(box, {"severity": "all"})
-    report = box.service.pending(options, again="lsp_pending")
-    # What was taken is handed over whole: it is forgotten, so none of it may be cut.
-    return _answer(_in_workspace(box, report), dataclasses.replace(options, max_report_chars=0),
-                   "nothing pending")
+    shown = box.service.pending(_options(box, {"severity": "all"}), again="lsp_pending")
+    return _answer(_in_workspace(box, shown), shown.options, shown.empty)
 
 
 @tool(
