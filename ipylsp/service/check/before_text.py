@@ -1,4 +1,4 @@
-"""Where a baseline text comes from when the service does not know it (`checked_files`): the file on
+"""Where a baseline text comes from when the service does not know it (`known_files`): the file on
 disk, its git HEAD version; and how a file on disk is read as a document at all.
 
 The baseline of a write is the text before it: given by the caller, else the last text the

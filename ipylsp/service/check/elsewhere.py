@@ -27,8 +27,8 @@ from ipylsp.lsp.client import (
 from ipylsp.lsp.documents import path_to_uri
 from ipylsp.model.diagnostics import Diagnostic, FileReport, Severity
 from ipylsp.servers import languages
-from ipylsp.service.check.checked_files import KnownFile, KnownFiles
 from ipylsp.service.check.file_reports import file_report, merge_reports
+from ipylsp.service.check.known_files import KnownFile, KnownFiles
 from ipylsp.service.runtime.pool import ClientPool
 
 MAX_OTHER_FILES = 10

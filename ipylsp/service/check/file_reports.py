@@ -21,7 +21,7 @@ from ipylsp.model.diagnostics import (
 )
 from ipylsp.model.settings import Settings
 from ipylsp.servers import roots
-from ipylsp.service.check.checked_files import KnownFiles
+from ipylsp.service.check.known_files import KnownFiles
 
 
 def display_root(path: Path, settings: Settings) -> Path | None:

@@ -24,8 +24,8 @@ from ipylsp.servers import languages, registry
 from ipylsp.service.cache import config_key
 from ipylsp.service.check import syntax_gate
 from ipylsp.service.check.before_text import git_head_text, read_text
-from ipylsp.service.check.checked_files import KnownFile
 from ipylsp.service.check.file_reports import file_report
+from ipylsp.service.check.known_files import KnownFile
 from ipylsp.service.runtime.pool import Slot
 from ipylsp.service.state import ServiceState
 

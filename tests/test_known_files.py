@@ -1,4 +1,4 @@
-"""The files the service has checked (`service.check.checked_files`): their error count is kept
+"""The files the service has checked (`service.check.known_files`): their error count is kept
 as entries change, and always equals the count made from scratch over every known file."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ipylsp.analysis.report.merge import errors
 from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
-from ipylsp.service.check.checked_files import KnownFiles
+from ipylsp.service.check.known_files import KnownFiles
 
 
 def problem(line: int, severity: Severity, server: str, code: str = "E") -> Diagnostic:
