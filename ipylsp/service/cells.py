@@ -241,7 +241,7 @@ class CellSession:
             return replace(written, unknown=(refused, *written.unknown))
         checked = self._service.check_files(
             [FileCheck(path, before=before.text, content=document.text, virtual=True,
-                       proposed=not ran), *files],
+                       preflight=not ran), *files],
             timeout=timeout, progress=progress, cold=cold,
         )
         if ran:

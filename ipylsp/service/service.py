@@ -241,7 +241,7 @@ class Service:
             unknown=tuple(result.unknown),
         )
         self._sink.record(
-            report, proposed=frozenset(str(f.path) for f in files if f.content is not None)
+            report, preflight=frozenset(str(f.path) for f in files if f.content is not None)
         )
         self._publish_status(rows)
         return report

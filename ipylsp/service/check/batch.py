@@ -50,9 +50,9 @@ class FileCheck:
     virtual: bool = False
     """`content` is a document that exists only in memory (the notebook's cells): never read
     from or saved to disk, no file events, kept as known like a written file."""
-    proposed: bool = False
-    """With `virtual`: a text only proposed (a cell checked before it runs); the known
-    baseline stays the last text that was not."""
+    preflight: bool = False
+    """With `virtual`: a text checked before it runs (a cell's preflight); the known baseline
+    stays the last text that ran. (A file's `content` is always a preflight.)"""
 
 
 @dataclass
@@ -85,7 +85,7 @@ async def check(
         *(
             checker.plan(f.path, content=f.content, before=f.before, deadline=deadline,
                          shown_root=lookups.shown_root(f.path), virtual=f.virtual,
-                         proposed=f.proposed)
+                         preflight=f.preflight)
             for f in chosen
         ),
         return_exceptions=True,

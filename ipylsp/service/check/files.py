@@ -72,6 +72,8 @@ class FilePlan:
     before_text: str
     known: KnownFile | None
     preflight: bool
+    """A text checked before it is written or run (a file's `content`, a cell's preflight):
+    nothing is rolled forward or stored as the file's."""
     syntax: syntax_gate.SyntaxPair | None
     held_back: bool
     """A syntax error introduced by the write: the servers are not asked."""
@@ -80,8 +82,6 @@ class FilePlan:
     outcomes: list[ServerOutcome] = field(default_factory=list)
     virtual: bool = False
     """An in-memory document (`FileCheck.virtual`): its content is its text, never saved."""
-    proposed: bool = False
-    """A virtual text only proposed (`FileCheck.proposed`): not rolled forward."""
 
     @functools.cached_property
     def display(self) -> str:
@@ -115,7 +115,7 @@ class Checker:
         deadline: float,
         shown_root: Path | None = None,
         virtual: bool = False,
-        proposed: bool = False,
+        preflight: bool = False,
     ) -> FilePlan:
         """Texts and the syntax tier's verdict for one file; no server is asked yet.
         `shown_root`: its `display_root`, when the caller knows it already. `FileRefused`
@@ -138,9 +138,9 @@ class Checker:
         )
         return FilePlan(
             path, language_id, new_text, disk_text, before_text, known,
-            content is not None and not virtual, syntax, held_back,
+            (content is not None and not virtual) or preflight, syntax, held_back,
             shown_root if shown_root is not None else self.state.resolver.shown_root(path),
-            virtual=virtual, proposed=proposed,
+            virtual=virtual,
         )
 
     def outcome(
@@ -193,7 +193,7 @@ class Checker:
                 save=save and not (plan.preflight or plan.virtual),
             )
         finally:
-            if plan.preflight:
+            if plan.preflight and not plan.virtual:  # a file's text on disk, back in place
                 await self._restore(client, plan, deadline)
 
     def finish(self, plan: FilePlan, lifted: frozenset[str] = frozenset()) -> FileReport:
@@ -224,7 +224,7 @@ class Checker:
         where = shown_root or plan.path.parent
         resolver = self.state.resolver
         unknown = tuple(resolver.once(o.unknown, where) for o in said if o.unknown is not None)
-        if not (plan.preflight or plan.proposed):
+        if not plan.preflight:
             self._roll_forward(plan.path, plan.new_text, outcomes, plan.known, plan.virtual)
         if not plan.virtual:
             introduced += self._stored(plan, outcomes, keep=not plan.preflight)

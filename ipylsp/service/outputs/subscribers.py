@@ -50,15 +50,15 @@ class ReportSink:
                 return True
             return False
 
-    def record(self, report: Report, *, proposed: frozenset[str] = frozenset()) -> None:
-        """`proposed`: files whose text was only proposed (a preflight's `content`, never
+    def record(self, report: Report, *, preflight: frozenset[str] = frozenset()) -> None:
+        """`preflight`: files whose text was only checked (a preflight's `content`, never
         written); their problems are not pending, since nothing introduced them yet."""
         real = tuple(f for f in report.files if str(f.path) not in self.virtual)
         if len(real) != len(report.files):
             if not real:
                 return
             report = replace(report, files=real)
-        written = tuple(f for f in report.files if str(f.path) not in proposed)
+        written = tuple(f for f in report.files if str(f.path) not in preflight)
         self._pending.record(report if len(written) == len(report.files)
                              else replace(report, files=written))
         with self._lock:
