@@ -430,7 +430,7 @@ def session_cells(iso: c.Isolation, servers: Sequence[str], longest: list[str],
         for size in sizes:
             checks = TimedChecks(service, clock)
             session = CellSession(checks, path=ws / f"history_{size}.py", cap=max(200, size))
-            session.view = lambda: view
+            session.attach(session.read, lambda: view)
             session.seed(list(enumerate(longest[:size], start=1)))
             session.run("pass", count=size + 1, timeout=60)  # opens it, starts servers
             session.run("pass  # warm", count=size + 2, timeout=60)
@@ -535,7 +535,7 @@ def documents_sent(longest: list[str], namespace: dict[str, Any], size: int,
     assert stubs is not None
     recorder = Recorder()
     session = CellSession(recorder, path=Path("unused.py"), cap=max(200, size))
-    session.view = lambda: view
+    session.attach(session.read, lambda: view)
     session.seed(list(enumerate(longest[:size], start=1)))
     whole: list[str] = []
     for i in range(n):

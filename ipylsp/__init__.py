@@ -21,18 +21,18 @@ if TYPE_CHECKING:
     from ipylsp.model.diagnostics import Report
     from ipylsp.model.settings import Settings
     from ipylsp.model.status import ServerStatus
-    from ipylsp.service.service import Service
+    from ipylsp.service import Service
 
 def get_service(settings: Settings | None = None) -> Service:
     """The process-wide `Service` (created on first use; `settings` only applies then)."""
-    from ipylsp.service.runtime.process_wide import get_service as shared
+    from ipylsp.service import get_service as shared
 
     return shared(settings)
 
 
 def _reset_service() -> None:
     """Close and forget the process-wide service (used by `%unload_ext` and tests)."""
-    from ipylsp.service.runtime.process_wide import reset_service
+    from ipylsp.service import reset_service
 
     reset_service()
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ipylsp.model.diagnostics import Report
     from ipylsp.model.server_spec import ServerSpec
     from ipylsp.servers.installers import InstallResult
-    from ipylsp.service.admin.server_table import InstallProgress
+    from ipylsp.service import InstallProgress
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_FAILURE = 0, 1, 2
 EXIT_CLOSED_PIPE = 141
@@ -180,7 +180,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _status(settings: Settings, out: TextIO) -> int:
     """What runs in any process (kernels), then what is installed: `%lsp status`'s rendering."""
-    from ipylsp.service.service import Service
+    from ipylsp.service import Service
 
     with Service(settings) as service:
         print(service.servers_status(), file=out)
@@ -188,7 +188,7 @@ def _status(settings: Settings, out: TextIO) -> int:
 
 
 def _list(settings: Settings, out: TextIO, *, installed_only: bool) -> int:
-    from ipylsp.service.service import Service
+    from ipylsp.service import Service
 
     with Service(settings) as service:
         print(service.servers(installed_only=installed_only), file=out)
@@ -199,8 +199,7 @@ SEE_LIST = "(see 'ipylsp list')"
 
 
 def _which(settings: Settings, out: TextIO, server_id: str) -> int:
-    from ipylsp.service.admin.server_table import UnknownServer
-    from ipylsp.service.service import Service
+    from ipylsp.service import Service, UnknownServer
 
     with Service(settings) as service:
         try:
@@ -213,7 +212,7 @@ def _which(settings: Settings, out: TextIO, server_id: str) -> int:
 
 
 def _install(settings: Settings, out: TextIO, server_ids: list[str], *, install_all: bool) -> int:
-    from ipylsp.service.service import Service
+    from ipylsp.service import Service
 
     with Service(settings) as service:
         try:
@@ -229,7 +228,7 @@ def _install(settings: Settings, out: TextIO, server_ids: list[str], *, install_
 def _install_printer(out: TextIO) -> InstallProgress:
     """Each install as lines: `installing ID ...`, the installer's output (one status line
     rewritten in place on a terminal, plain lines elsewhere), then its outcome."""
-    from ipylsp.service.admin.server_table import InstallProgress
+    from ipylsp.service import InstallProgress
 
     tty = out.isatty()
 
@@ -272,7 +271,7 @@ def _print_report(report: Report, options: FormatOptions, out: TextIO, *, as_jso
 def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     """`ipylsp diagnostics [PATH]`: the store's answers; no server starts."""
     from ipylsp.analysis import report as fmt
-    from ipylsp.service.service import Service
+    from ipylsp.service import Service
 
     path = args.path if args.path is not None else Path.cwd()
     if not path.exists():
@@ -293,8 +292,7 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
 
 def _cache(settings: Settings, out: TextIO, action: str) -> int:
     """`ipylsp cache info|clear`."""
-    from ipylsp.service.cache import STORE_OFF
-    from ipylsp.service.service import Service
+    from ipylsp.service import STORE_OFF, Service
 
     with Service(settings) as service:
         info = service.store_info(clear=action == "clear")
@@ -310,7 +308,7 @@ def _cache(settings: Settings, out: TextIO, action: str) -> int:
 
 def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     from ipylsp.analysis import report as fmt
-    from ipylsp.service.service import FileCheck, Service
+    from ipylsp.service import FileCheck, Service
 
     before: str | None = None
     if args.before is not None:

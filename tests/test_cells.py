@@ -435,7 +435,7 @@ def test_kernel_names_are_never_undefined_and_stubs_keep_types(service: Service)
         names = frozenset(namespace) | frozenset(dir(__builtins__))
         return KernelView(Kernel(names, frozenset()), lambda w: stub_prelude(namespace, w))
 
-    service.cells.view = view
+    service.cells.attach(service.cells.read, view)
     report = service.cells.run(
         "print(made_by_exec.stem)\nstar_name + 1\nprint(made_by_exec.no_such_attribute)\n"
         "print(not_bound)", count=1
@@ -475,7 +475,7 @@ def test_fixed_problems_are_located_in_the_document_they_were_in(service: Servic
         return KernelView(Kernel(names, frozenset()), lambda w: stub_prelude(namespace, w))
 
     cells = service.cells
-    cells.view = view
+    cells.attach(cells.read, view)
     cells.run("import os\ndef f(x: int) -> int:\n    return x", count=1, cell_id="a")
     broken = cells.run("print(os.sep)\nf('s')", count=2, cell_id="b")
     assert [(f.display_path, d.range.start.line) for f in broken.files

@@ -113,6 +113,44 @@ def cycles(edges: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
     return found
 
 
+def behind_the_facade(edges: dict[str, list[tuple[str, int]]]) -> list[str]:
+    """Surface imports of the service's rooms: a surface holds the facade (`ipylsp.service`'s
+    exported names) and nothing deeper."""
+    return [
+        f"{module}:{line} imports {target}"
+        for module, targets in edges.items()
+        if LAYERS[layer_of(module)][0] == "adapters"
+        for target, line in targets
+        if target.startswith("ipylsp.service.")
+    ]
+
+
+def test_surfaces_hold_the_service_only_through_its_facade() -> None:
+    assert behind_the_facade(graph()) == []
+
+
+def test_the_facade_exports_what_it_declares() -> None:
+    """`ipylsp.service`'s names load lazily from `_EXPORTS`; editors and mypy read its
+    `TYPE_CHECKING` imports: both say the same, and every name loads."""
+    import ipylsp.service as facade
+
+    tree = ast.parse((PACKAGE / "service" / "__init__.py").read_text(encoding="utf-8"))
+    declared = {
+        alias.name: (node.module or "").removeprefix("ipylsp.service.")
+        for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("ipylsp.service.") for alias in node.names
+    }
+    assert declared == facade._EXPORTS
+    assert sorted(facade.__all__) == sorted(declared)
+    assert all(getattr(facade, name) is not None for name in facade.__all__)
+
+
+def test_a_surface_reaching_behind_the_facade_is_caught() -> None:
+    edges = {"ipylsp.ipython.magics": [("ipylsp.service", 3), ("ipylsp.service.cache", 9)],
+             "ipylsp.service.service": [("ipylsp.service.cache", 4)]}
+    assert behind_the_facade(edges) == ["ipylsp.ipython.magics:9 imports ipylsp.service.cache"]
+
+
 def test_no_import_runs_upward() -> None:
     assert upward(graph()) == []
 

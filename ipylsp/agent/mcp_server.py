@@ -205,7 +205,7 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
     except ImportError as exc:
         raise SdkMissing(MISSING_SDK) from exc
     from ipylsp.agent.toolbox import Toolbox
-    from ipylsp.service.service import Service
+    from ipylsp.service import Service
 
     where = Path(root).resolve()  # the files' workspace, and the cells': the root's servers
     service = Service(dataclasses.replace(settings, directory=where), cells_dir=where)

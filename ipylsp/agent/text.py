@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ipylsp.agent.workspace import Workspace
 from ipylsp.model.answers import Location, Symbol
-from ipylsp.service.check.before_text import MAX_FILE_BYTES, readable_text
+from ipylsp.service import MAX_FILE_BYTES, readable_text
 
 MAX_SOURCE_LINE = 120
 """Characters of a source line shown after a location."""

@@ -14,11 +14,11 @@ from ipylsp.agent.registry import TOOLS, Arguments
 from ipylsp.agent.result import ToolResult
 from ipylsp.agent.workspace import Workspace
 from ipylsp.model.diagnostics import UnknownReason
-from ipylsp.service.check.before_text import FileRefused, read_text
+from ipylsp.service import FileRefused, read_text
 
 if TYPE_CHECKING:
     from ipylsp.lsp.requests import Feature, FeatureResult
-    from ipylsp.service.service import Service
+    from ipylsp.service import Service
 
 A = TypeVar("A")
 
@@ -66,7 +66,7 @@ class Toolbox:
     @property
     def service(self) -> Service:
         if self._service is None:
-            from ipylsp.service.runtime.process_wide import get_service
+            from ipylsp.service import get_service
 
             self._service = get_service()
         return self._service

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from ipylsp.agent.errors import ToolError
-from ipylsp.service.check.before_text import special_file
+from ipylsp.service import special_file
 
 
 class Workspace:

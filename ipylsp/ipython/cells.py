@@ -19,9 +19,7 @@ from ipylsp.model.diagnostics import Report
 
 if TYPE_CHECKING:
     from ipylsp.analysis.cells.ran import Ran
-    from ipylsp.service.cells import CellSession
-    from ipylsp.service.check.batch import FileCheck
-    from ipylsp.service.service import Service
+    from ipylsp.service import CellSession, FileCheck, Service
 
 COLD_BUDGET = 0.05
 """Seconds a cell's check waits while its servers are still starting: the syntax tier's and
@@ -71,8 +69,7 @@ class CellHook:
             from ipylsp.ipython.reading import kernel_reader
 
             session = self._service().cells
-            session.view = lambda: kernel_view(self._shell.user_ns)
-            session.read = kernel_reader(self._shell)
+            session.attach(kernel_reader(self._shell), lambda: kernel_view(self._shell.user_ns))
             session.seed(self._earlier_cells())
             self._session = session
         return self._session

@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ipylsp.model.settings import Settings
-    from ipylsp.service.cells import CellSession
-    from ipylsp.service.service import Service
+    from ipylsp.service import CellSession, Service
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +68,7 @@ class CellChecks:
         """The process-wide service, made on first use: `%load_ext` imports none of the
         service's machinery (a notebook that writes nothing pays nothing for it)."""
         if self._service is None:
-            from ipylsp.service.runtime.process_wide import get_service
+            from ipylsp.service import get_service
 
             service = get_service(self.settings)
             service.configure(_in_cwd(self.settings))
@@ -166,7 +165,7 @@ class CellChecks:
     ) -> None:
         """One display for the cell: what its code introduced (cells first), then what its
         writes introduced in files."""
-        from ipylsp.service.service import FileCheck
+        from ipylsp.service import FileCheck
 
         output = CellReport()
         if writes or cell is not None:
@@ -230,7 +229,7 @@ def current_session(service: Callable[[], Service]) -> CellSession:
     shell = get_ipython()
     if shell is None:  # IPython's transforms without a kernel: an agent's preflight
         session = service().cells
-        session.read = static_reader()
+        session.attach(static_reader())
         return session
     checks = current(shell)
     if checks is not None:
@@ -238,8 +237,7 @@ def current_session(service: Callable[[], Service]) -> CellSession:
     from ipylsp.ipython.namespace import kernel_view
 
     session = service().cells
-    session.view = lambda: kernel_view(shell.user_ns)
-    session.read = kernel_reader(shell)
+    session.attach(kernel_reader(shell), lambda: kernel_view(shell.user_ns))
     return session
 
 

@@ -32,7 +32,7 @@ def unload_ipython_extension(shell: Any) -> None:
     if found is None:
         return
     checks = found
-    from ipylsp.service.runtime.process_wide import reset_service
+    from ipylsp.service import reset_service
 
     for event, callback in (
         ("pre_run_cell", checks.pre_run_cell),

@@ -188,7 +188,7 @@ class LspMagics(Magics):
         return TextView(str(self.checks.service.servers(installed_only=args.installed)))
 
     def _which(self, args: argparse.Namespace) -> TextView:
-        from ipylsp.service.admin.server_table import UnknownServer
+        from ipylsp.service import UnknownServer
 
         try:
             return TextView(self.checks.service.which(args.id).which())
@@ -279,7 +279,7 @@ class LspMagics(Magics):
         info = self.checks.service.store_info(clear=args.action == "clear")
         if info.problem:
             return TextView(f"the store cannot be used: {info.problem}")
-        from ipylsp.service.cache import STORE_OFF
+        from ipylsp.service import STORE_OFF
 
         if info.path is None:
             return TextView(STORE_OFF)

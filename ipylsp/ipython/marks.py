@@ -19,7 +19,7 @@ from ipylsp.analysis.report.selection import FormatOptions
 from ipylsp.ipython.extension import CellChecks, current
 
 if TYPE_CHECKING:
-    from ipylsp.service.cells import CellSession
+    from ipylsp.service import CellSession
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +74,7 @@ def marks(token: str = "", since: int = 0) -> Marks:
         return found
     checks, session = found
     try:
-        with session.lock:
-            state = session.marks
-            complete = token != state.token or since <= 0
-            changed = state.since(0 if complete else since)
-            payload = marks_json(changed, _options(checks), token=state.token,
-                                 generation=state.generation, complete=complete)
+        payload = session.marks_since(token, since, _options(checks))
         return Marks({**payload, "state": "ready"})
     except Exception as exc:  # never a traceback: the front end keeps what it drew
         log.exception("ipylsp: could not read the cells' marks")
@@ -103,7 +98,7 @@ def preflight(cell_id: str, code: str) -> Marks:
         unknown = [u.server_id for f in report.files for u in f.unknown] + [
             u.server_id for u in report.unknown]
         payload = marks_json([CellMark(cell, problems, 0)], _options(checks),
-                             token=session.marks.token, generation=0, complete=False,
+                             token=session.marks_token, generation=0, complete=False,
                              preflight=True)
         return Marks({**payload, "state": "ready", "unknown": sorted(set(unknown))})
     except Exception as exc:

@@ -6,7 +6,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from ipylsp.service.admin.server_table import InstallProgress
+from ipylsp.service import InstallProgress
 
 if TYPE_CHECKING:
     from ipylsp.model.server_spec import ServerSpec

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ipylsp.agent.toolbox import Toolbox
 from ipylsp.model.settings import Settings
-from ipylsp.service.service import Service
+from ipylsp.service import Service
 
 _lock = threading.Lock()
 _current: ServerState | None = None

@@ -39,9 +39,10 @@ from ipylsp.analysis.cells.document import (
     CellHistory,
     make_cell,
 )
-from ipylsp.analysis.cells.marks import CellMarks
+from ipylsp.analysis.cells.marks import CellMarks, marks_json
 from ipylsp.analysis.cells.neutralize import Reader, plain_reading
 from ipylsp.analysis.cells.ran import Evidence, Ran
+from ipylsp.analysis.report.selection import FormatOptions
 from ipylsp.lsp.procfs import HOST, running
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason
 from ipylsp.model.settings import WORKSPACE_MARKERS
@@ -102,13 +103,37 @@ class CellSession:
         self.evidence = Evidence()
         """What the cells' runs disproved, while it still holds for their cells."""
         self._lock = threading.Lock()
-        self.view: Callable[[], KernelView] = KernelView
-        """Set by the adapter: the kernel's view, read on the caller's thread at each check."""
+        self._view: Callable[[], KernelView] = KernelView
         self.read: Reader = plain_reading
-        """Set by the adapter: how the kernel reads a cell (IPython's transforms); plain
-        Python where no IPython reads it."""
-        self.marks = CellMarks()
-        """Every cell's current problems, for the editors (read under `lock`)."""
+        """How the kernel reads a cell (IPython's transforms; `attach`); plain Python where
+        no IPython reads it."""
+        self._marks = CellMarks()
+        """Every cell's current problems, for the editors (read under the lock)."""
+
+    def attach(self, read: Reader, view: Callable[[], KernelView] | None = None) -> None:
+        """The kernel's side, given by the surface that has it: how a cell is read (IPython's
+        transforms) and, with a kernel, what it holds (its namespace, read on the caller's
+        thread at each check). Without `view`, nothing is bound (an agent's preflight)."""
+        with self._lock:
+            self.read = read
+            if view is not None:
+                self._view = view
+
+    def marks_since(self, token: str, since: int, options: FormatOptions) -> dict[str, object]:
+        """The editors' marks (schema ipylsp.marks/1) of the cells that changed after
+        generation `since` of the state `token`: every cell when the token is another one's
+        (a restarted kernel, a cleared session) or `since` is 0."""
+        with self._lock:
+            state = self._marks
+            complete = token != state.token or since <= 0
+            return marks_json(state.since(0 if complete else since), options,
+                              token=state.token, generation=state.generation,
+                              complete=complete)
+
+    @property
+    def marks_token(self) -> str:
+        """The marks state's token: what a front end sends back to ask for changes."""
+        return self._marks.token
 
     @property
     def cap(self) -> int:
@@ -194,12 +219,7 @@ class CellSession:
             self.history = CellHistory(cap=self.history.cap)
             self._last = None  # the servers' known baseline is simply not reused
             self.evidence = Evidence()
-            self.marks = CellMarks()
-
-    @property
-    def lock(self) -> threading.Lock:
-        """Held by every check: `marks` is read under it."""
-        return self._lock
+            self._marks = CellMarks()
 
     def _mark(
         self, checked: Report, path: Path, document: CellDocument, kernel: Kernel, newest: Cell
@@ -209,7 +229,7 @@ class CellSession:
         doc = next((f for f in checked.files if f.path == path and f.cell is None), None)
         if doc is not None:
             timed_out = any(u.reason is UnknownReason.TIMED_OUT for u in doc.unknown)
-            self.marks.update(document, doc.current, kernel, newest, complete=not timed_out,
+            self._marks.update(document, doc.current, kernel, newest, complete=not timed_out,
                               evidence=self.evidence)
 
     def _check(
@@ -225,7 +245,7 @@ class CellSession:
     ) -> Report:
         """`ran`: a cell that ran (kept as the last document); else a preflight, whose entry
         is shown even when it has nothing to say (it answers for the code)."""
-        view = self.view()
+        view = self._view()
         document, before = window.documents(
             self.history, after, cell, self._last, view.kernel.names, view.stubs
         )
