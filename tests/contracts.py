@@ -1,10 +1,10 @@
 """ipylsp's JSON contracts, checked against their one source (`ipylsp/schemas/*.schema.json`).
 
 `validate_report`, `validate_marks` and `validate_status` raise `jsonschema.ValidationError`
-on a payload the schema does not describe. `install` makes every report this test process
-renders check itself (`to_json`, wherever it is called from); kernels' payloads are checked
-where the tests read them (`tests/test_cells_kernel.py`, `tests/test_cell_marks_kernel.py`,
-`tests/test_ipython_kernel.py`).
+on a payload the schema does not describe. `install` makes every report and status view this
+test process renders check itself (their `to_json`, wherever it is called from); kernels'
+payloads are checked where the tests read them (`tests/test_cells_kernel.py`,
+`tests/test_cell_marks_kernel.py`, `tests/test_ipython_kernel.py`).
 """
 
 from __future__ import annotations
@@ -49,9 +49,22 @@ def validate_status(payload: object) -> None:
 
 
 def install() -> None:
-    """Every `to_json` of this process validates what it returns."""
+    """Every `to_json` of this process validates what it returns: the report's, and the
+    status view's (the status route's answer, the rows status files and `lsp_status`
+    carry)."""
     import ipylsp.analysis.report as package
     from ipylsp.analysis.report import schema as module
+    from ipylsp.service.admin.server_table import StatusView
+
+    status_json = StatusView.to_json
+    if not getattr(status_json, "validated", False):
+        def validated_status(view: StatusView) -> dict[str, Any]:
+            payload = status_json(view)
+            validate_status(payload)
+            return payload
+
+        validated_status.validated = True  # type: ignore[attr-defined]
+        StatusView.to_json = validated_status  # type: ignore[method-assign,assignment]
 
     original = module.to_json
     if getattr(original, "validated", False):
