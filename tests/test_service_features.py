@@ -224,10 +224,10 @@ def test_failure_reasons_from_real_servers(root: Path) -> None:
         absent = service.feature("definition", root / "main.py", 3, 6)
         ty = registry.get("ty")
         assert ty is not None
-        assert (absent.reason, absent.hint) == (
+        assert (absent.reason, absent.unknown[0].hint) == (
             UnknownReason.NOT_INSTALLED, registry.install_hint(ty)
         )
-        assert absent.hint and absent.error.startswith("ty: not installed: ")
+        assert absent.unknown[0].hint and absent.error.startswith("ty: not installed: ")
 
 
 def fake_service(*flags: str) -> Service:
@@ -261,7 +261,7 @@ def test_a_server_that_keeps_timing_out_is_broken_with_a_hint(tmp_path: Path) ->
         reasons = [service.feature("hover", path).reason for _ in range(2)]
         assert reasons == [UnknownReason.TIMED_OUT] * 2
         broken = service.feature("hover", path)
-        assert (broken.reason, broken.hint) == (
+        assert (broken.reason, broken.unknown[0].hint) == (
             UnknownReason.BROKEN, "`%lsp restart fake` starts it again"
         )
 

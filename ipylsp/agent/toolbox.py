@@ -32,6 +32,7 @@ ERROR_CODES: dict[UnknownReason, ErrorCode] = {
     UnknownReason.NOT_INSTALLED: "server_unavailable",
     UnknownReason.BROKEN: "server_unavailable",
     UnknownReason.REFUSED: "server_unavailable",
+    UnknownReason.EXCLUDED: "server_unavailable",
     UnknownReason.TIMED_OUT: "timeout",
     UnknownReason.CRASHED: "server_exited",
     UnknownReason.FAILED: "lsp_error",
@@ -116,11 +117,11 @@ class Toolbox:
         result = self.service.feature(
             kind, path, line, column, direction=direction, new_name=new_name, query=query
         )
-        if result.reason is None and not result.error:
+        if result.reason is None:
             return result
-        code = ERROR_CODES.get(result.reason, "lsp_error") if result.reason else "lsp_error"
+        code = ERROR_CODES.get(result.reason, "lsp_error")
         detail = result.error.strip() or f"{kind.kind} failed"
-        step = result.hint or _NEXT_STEP.get(code, "")
+        step = result.unknown[0].hint or _NEXT_STEP.get(code, "")
         if result.reason is UnknownReason.NO_PROVIDER:
             step = "no server for this file offers it; lsp_status lists the installed servers"
         raise ToolError(code, f"{detail}; {step}" if step else detail)

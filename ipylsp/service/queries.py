@@ -5,14 +5,15 @@ This module only chooses the server (the first of the file's servers that advert
 feature's capability; every one for a merged feature), makes the server's open documents
 match the disk first (an answer never describes text that no longer exists), stands the store
 in for servers that cannot answer (the feature's `fallback`), and turns failures into results
-with a `reason`. What each feature asks and how its answer reads is its `Feature` value.
+with the `Unknown`s saying why. What each feature asks and how its answer reads is its
+`Feature` value.
 Positions in and out are 0-based lines and code-point columns.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +32,8 @@ from ipylsp.service.state import ServiceState
 
 A = TypeVar("A")
 
-__all__ = ["FEATURES", "Feature", "FeatureResult", "feature_of", "request_feature", "resync"]
+__all__ = ["FEATURES", "Feature", "FeatureResult", "failed", "feature_of", "request_feature",
+           "resync"]
 
 
 def feature_of(kind: str | Feature[A]) -> Feature[Any]:
@@ -63,22 +65,17 @@ async def request_feature(
     try:
         text = read_text(path, limit)  # what the check reads, refused in its words
     except FileRefused as refused:
-        return FeatureResult(kind, error=refused.about(_shown(state, path)),
-                             reason=UnknownReason.NOT_READ)
+        return failed(kind, UnknownReason.NOT_READ, refused.about(_shown(state, path)))
     if text is None:
-        return FeatureResult(kind, error=f"no such file: {_shown(state, path)}",
-                             reason=UnknownReason.NO_FILE)
+        return failed(kind, UnknownReason.NO_FILE, f"no such file: {_shown(state, path)}")
     language_id = languages.language_id(path)
     if language_id is None:
-        return FeatureResult(
-            kind, error=f"no language server knows {path.name}",
-            reason=UnknownReason.NO_LANGUAGE,
-        )
+        return failed(kind, UnknownReason.NO_LANGUAGE, f"no language server knows {path.name}")
     if not protocol.loaded():  # its slow import runs beside the loop, not on it
         await asyncio.to_thread(protocol.warm)
     q = Query(At(path, text, line, column), language_id, deadline,
               lambda place: readable_text(place, limit), direction, new_name, query)
-    failures = _Failures(kind, [])
+    failures: list[Unknown] = []
     answers: list[FeatureResult[A]] = []
     for spec in state.resolver.servers(path):
         result = await _ask_one(state, spec, feature, q, failures)
@@ -87,10 +84,13 @@ async def request_feature(
             if not feature.merged:
                 break
     if not answers:
-        stored = _from_store(state, feature, q) if failures.reason in _DOWN else None
+        if not failures:
+            return failed(kind, UnknownReason.NO_PROVIDER,
+                          f"no server for {path.name} offers {kind}")
+        stored = _from_store(state, feature, q) if failures[0].reason in _DOWN else None
         if stored is not None:
-            return replace(stored, why_cached="; ".join(failures.errors))
-        return failures.result(path)
+            return replace(stored, unknown=tuple(failures))
+        return FeatureResult(kind, unknown=tuple(failures))
     if feature.fallback == "outline":  # what the store answers when no server can
         outline: Any = answers[0].answer or ()
         state.answers.put_symbols(path, text, answers[0].server_id or "",
@@ -103,7 +103,7 @@ async def request_feature(
     return answers[0]
 
 
-_DOWN: frozenset[UnknownReason | None] = frozenset({
+_DOWN: frozenset[UnknownReason] = frozenset({
     UnknownReason.NOT_INSTALLED, UnknownReason.BROKEN, UnknownReason.TIMED_OUT,
     UnknownReason.CRASHED, UnknownReason.FAILED,
 })
@@ -166,40 +166,20 @@ async def resync(
     await client.files_changed(gone)
 
 
-@dataclass
-class _Failures:
-    """What kept the servers from answering: the first failure decides the reason."""
-
-    kind: str
-    errors: list[str]
-    reason: UnknownReason | None = None
-    hint: str = ""
-
-    def add(self, server_id: str, reason: UnknownReason, detail: str, hint: str = "") -> None:
-        self.errors.append(f"{server_id}: {reason.value}: {detail}")
-        if self.reason is None:
-            self.reason, self.hint = reason, hint
-
-    def result(self, path: Path) -> FeatureResult[Any]:
-        if self.reason is None:
-            return FeatureResult(
-                self.kind, error=f"no server for {path.name} offers {self.kind}",
-                reason=UnknownReason.NO_PROVIDER,
-            )
-        return FeatureResult(
-            self.kind, error="; ".join(self.errors), reason=self.reason, hint=self.hint
-        )
+def failed(kind: str, reason: UnknownReason, detail: str) -> FeatureResult[Any]:
+    """No answer, for a reason of the file's or ipylsp's own (no server to name)."""
+    return FeatureResult(kind, unknown=(Unknown("", reason, detail),))
 
 
 async def _ask_one(
-    state: ServiceState, spec: ServerSpec, feature: Feature[A], q: Query, failures: _Failures
+    state: ServiceState, spec: ServerSpec, feature: Feature[A], q: Query, failures: list[Unknown]
 ) -> FeatureResult[A] | None:
     """One server's answer, or None (why is added to `failures`; not offering it is no
     failure)."""
     path = q.at.path
     slot: Slot | Unknown = state.resolver.slot(spec, path)
     if isinstance(slot, Unknown):
-        failures.add(spec.id, slot.reason, slot.detail, slot.hint)
+        failures.append(slot)
         return None
     try:
         client = await state.pool.acquire(slot, q.deadline)
@@ -209,8 +189,7 @@ async def _ask_one(
         await client.sync_document(path, q.at.text, q.language_id, deadline=q.deadline)
         answer = await feature.ask(client, q)
     except ClientError as exc:
-        hint = state.resolver.unknown_for(spec, slot.root, exc).hint
-        failures.add(spec.id, exc.reason, exc.detail, hint)
+        failures.append(state.resolver.unknown_for(spec, slot.root, exc))
         if exc.reason is UnknownReason.TIMED_OUT:
             await state.pool.record_timeout(slot)
         return None

@@ -32,7 +32,7 @@ from ipylsp.service.check.files import Checker
 from ipylsp.service.check.late_answers import LateAnswers
 from ipylsp.service.outputs.pending import PendingChannel
 from ipylsp.service.outputs.subscribers import ReportSink, Subscriber
-from ipylsp.service.queries import Feature, FeatureResult, feature_of, request_feature
+from ipylsp.service.queries import Feature, FeatureResult, failed, feature_of, request_feature
 from ipylsp.service.runtime import cleanup
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.state import ServiceState
@@ -435,10 +435,7 @@ class Service:
         try:
             return self._background().run(coro, budget + HANDOVER_MARGIN)
         except LoopTimeout:
-            return FeatureResult(
-                feature.kind, error=f"no answer within {budget:.1f} s",
-                reason=UnknownReason.TIMED_OUT,
-            )
+            return failed(feature.kind, UnknownReason.TIMED_OUT, f"no answer within {budget:.1f} s")
 
     async def _feature(
         self, feature: Feature[Any], path: Path, line: int, column: int, deadline: float,
@@ -450,9 +447,7 @@ class Service:
             )
         except Exception as exc:  # an odd file or server answer must not reach the caller
             log.exception("%s of %s failed", feature.kind, path)
-            return FeatureResult(
-                feature.kind, error=f"failed: {exc!r}", reason=UnknownReason.FAILED
-            )
+            return failed(feature.kind, UnknownReason.FAILED, f"failed: {exc!r}")
 
     def error_count(self) -> int:
         """Current errors of the checked files, one per problem however many servers report

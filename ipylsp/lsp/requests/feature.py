@@ -19,7 +19,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.requests.request import At, TextSource
-from ipylsp.model.diagnostics import Cached, UnknownReason
+from ipylsp.model.diagnostics import Cached, Unknown, UnknownReason
 
 A = TypeVar("A")
 
@@ -96,34 +96,42 @@ def register(feature: Feature[A]) -> Feature[A]:
 
 @dataclass(frozen=True, slots=True)
 class FeatureResult(Generic[A]):
-    """What one feature request produced: `answer`, or `error` and `reason` saying why there
-    is none."""
+    """What one feature request produced: `answer`, or the `Unknown`s saying why there is
+    none (the one "why no answer" of checks and queries, mapped to agent codes and HTTP
+    statuses only at those surfaces)."""
 
     kind: str
     answer: A | None = None
     server_id: str | None = None
-    error: str = ""
-    reason: UnknownReason | None = None
-    """Set with `error`: why there is no answer."""
-    hint: str = ""
-    """With `reason` not installed / broken: what to run to get the server."""
+    unknown: tuple[Unknown, ...] = ()
+    """Why no server answered: each server's reason, or the file's own (no server named: no
+    such file, not read, no language server, none offers it). With `cached`, the answer is
+    the store's."""
     cached: Cached | None = None
     """Not a live answer: what the store kept from servers' earlier answers."""
-    why_cached: str = ""
-    """With `cached`: why no server answered."""
+
+    @property
+    def reason(self) -> UnknownReason | None:
+        """Why there is no answer (the first failure decides); None when there is one."""
+        return self.unknown[0].reason if self.unknown and self.cached is None else None
+
+    @property
+    def error(self) -> str:
+        """Why there is no answer, in words ("" when there is one)."""
+        return _said(self.unknown) if self.cached is None else ""
 
     def cached_note(self) -> str:
         """`(cached 3 min ago; why no server answered)` for an answer from the store, else ""."""
         if self.cached is None:
             return ""
-        return f"({self.cached.label(time.time())}; {self.why_cached})"
+        return f"({self.cached.label(time.time())}; {_said(self.unknown)})"
 
     def format(self, root: Path | None = None) -> str:
         """The answer as people and agents read it: 1-based positions, paths relative to root."""
         if self.error:
             return f"{self.kind}: {self.error}"
         if self.cached is not None:
-            live = replace(self, cached=None, why_cached="").format(root)
+            live = replace(self, cached=None, unknown=()).format(root)
             return f"{live}\n{self.cached_note()}"
         feature = FEATURES[self.kind]
         lines = feature.render(self.answer, root) if self.answer is not None else []
@@ -134,3 +142,12 @@ class FeatureResult(Generic[A]):
 
     def __repr__(self) -> str:  # `ipylsp.hover(...)` at a prompt reads as the answer
         return self.format(Path.cwd())
+
+
+def _said(unknown: tuple[Unknown, ...]) -> str:
+    """Each reason as a query's answer says it: `ty: timed out: ...`; a file's own reason (no
+    server) as its detail alone (`no such file: a.py`)."""
+    return "; ".join(
+        f"{u.server_id}: {u.reason.value}: {u.detail}" if u.server_id else u.detail
+        for u in unknown
+    )
