@@ -25,6 +25,22 @@ def fresh_cache() -> Iterator[None]:
     config_files.forget()
 
 
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files `config_files` opens, in order; a file's stat trusted at once
+    (`settled` moves the mtime back, but utime moves the ctime to now)."""
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(path: str, *args: Any, **kwargs: Any) -> Any:
+        opened.append(os.path.basename(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(config_files, "open", counting_open, raising=False)
+    monkeypatch.setattr(config_files, "RACY_NS", 0)
+    return opened
+
+
 def settled(path: Path, text: str) -> Path:
     """`text` written, its mtime moved a minute back (out of the racy window)."""
     path.write_text(text)
@@ -73,18 +89,7 @@ def test_whole_files_ini_sections_and_absent_files(tmp_path: Path) -> None:
     assert config_files.digest(tmp_path, ()) == ""
 
 
-def test_a_file_is_read_only_when_its_stat_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    reads: list[str] = []
-    real_open = open
-
-    def counting_open(path: str, *args: Any, **kwargs: Any) -> Any:
-        reads.append(os.path.basename(path))
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(config_files, "open", counting_open, raising=False)
-    monkeypatch.setattr(config_files, "RACY_NS", 0)  # utime moved ctime to now
+def test_a_file_is_read_only_when_its_stat_changed(tmp_path: Path, reads: list[str]) -> None:
     pyproject = settled(tmp_path / "pyproject.toml", PYPROJECT)
     first = config_files.digest(tmp_path, TY)
     for _ in range(3):
@@ -112,3 +117,19 @@ def test_a_file_changed_within_the_racy_window_is_read_again(
     settled_digest = config_files.digest(tmp_path, ("compile_flags.txt",))
     path.write_text("-DC\n")  # changed under an unchanged stat long after: not seen, as designed
     assert config_files.digest(tmp_path, ("compile_flags.txt",)) == settled_digest
+
+
+def test_a_table_is_read_as_the_digest_is(tmp_path: Path, reads: list[str]) -> None:
+    """`table`: a TOML file's table (the whole file for ""), None when the file, the table or
+    TOML itself is missing; read again only when the file's stat changed."""
+    pyproject = settled(tmp_path / "pyproject.toml", PYPROJECT)
+    for _ in range(2):
+        assert config_files.table(pyproject, "tool.ty") == {
+            "rules": {"unresolved-reference": "warn"}
+        }
+    assert reads == ["pyproject.toml"]
+    assert config_files.table(pyproject, "tool.ruff") is None
+    assert config_files.table(pyproject)["project"] == {"name": "app"}  # type: ignore[index]
+    assert config_files.table(tmp_path / "ruff.toml") is None
+    settled(pyproject, "[tool.ty\n")
+    assert config_files.table(pyproject, "tool.ty") is None

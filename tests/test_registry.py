@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
+from ipylsp.model.server_spec import Excludes, InstallRecipe, ServerOverride, ServerSpec
 from ipylsp.model.settings import DEFAULT_LANGUAGE_SERVERS, Settings
 from ipylsp.servers import languages, registry
 from ipylsp.servers.languages import language_id
@@ -145,6 +145,11 @@ def test_the_original_four_rows_are_unchanged() -> None:
             "root": "directory",
         },
         description="Astral's type checker (fast).",
+        excludes=Excludes((
+            ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox",
+            ".pants.d", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__",
+            "_build", "buck-out", "dist", "node_modules", "venv",
+        ), "ty"),
     )
     assert registry.get("ruff") == ServerSpec(
         id="ruff",
@@ -155,6 +160,12 @@ def test_the_original_four_rows_are_unchanged() -> None:
         root_markers=("ruff.toml", ".ruff.toml", *py_roots),
         config_files=("ruff.toml", ".ruff.toml", "pyproject.toml:tool.ruff"),
         description="Astral's linter: undefined names, unused imports, syntax.",
+        excludes=Excludes((
+            ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
+            ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype",
+            ".ruff_cache", ".svn", ".tox", ".venv", ".vscode", "__pypackages__", "_build",
+            "buck-out", "dist", "node_modules", "site-packages", "venv",
+        ), "ruff"),
     )
     assert registry.get("pyright") == ServerSpec(
         id="pyright",

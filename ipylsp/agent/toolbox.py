@@ -32,6 +32,7 @@ ERROR_CODES: dict[UnknownReason, ErrorCode] = {
     UnknownReason.NOT_INSTALLED: "server_unavailable",
     UnknownReason.BROKEN: "server_unavailable",
     UnknownReason.REFUSED: "server_unavailable",
+    UnknownReason.EXCLUDED: "server_unavailable",
     UnknownReason.TIMED_OUT: "timeout",
     UnknownReason.CRASHED: "server_exited",
     UnknownReason.FAILED: "lsp_error",

@@ -119,6 +119,16 @@ class UnknownReason(enum.Enum):
     FAILED = "failed"
     REFUSED = "refused"
     """Not started: its root, configuration or interpreter is where another user can write."""
+    EXCLUDED = "excluded"
+    """Not asked: the server's own rules leave the file unchecked even when it is given it
+    (ruff under `dist/`, a user's `extend-exclude`: `servers/exclusions.py`); it would answer
+    nothing, which reads as clean."""
+
+    @property
+    def has_cause(self) -> bool:
+        """Its detail is a cause, said in parentheses (`not installed (tsc not found)`), not a
+        continuation of the reason (`timed out after 10.0 s`)."""
+        return self in (UnknownReason.NOT_INSTALLED, UnknownReason.REFUSED, UnknownReason.EXCLUDED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 InstallKind = Literal["pip", "npm", "apt", "path"]
 Activation = Literal["default", "manual"]
+ExcludeRules = Literal["ruff", "ty", "pyrefly"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,22 @@ class InstallRecipe:
     packages: tuple[str, ...] = ()
     hint: str = ""
     needs: tuple[str, ...] = ()  # executables the install needs (e.g. "node", "npm")
+
+
+@dataclass(frozen=True, slots=True)
+class Excludes:
+    """The files a server leaves unchecked by its own rules even when it is given one: it
+    answers them with nothing, which would read as clean (`servers/exclusions.py`)."""
+
+    dirs: tuple[str, ...]
+    """Names of the directories whose files it skips by default: the installed version's
+    defaults, each one verified with the server (tests/test_excluded.py)."""
+    rules: ExcludeRules
+    """Whose rules read the user's own patterns in its configuration files at its root, and
+    whether they replace these defaults (`servers/exclusions.py`)."""
+    above_root: bool = False
+    """The names count above its root too (pyrefly matches absolute paths): a project in a
+    directory named `venv` is skipped whole."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +68,8 @@ class ServerSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     activation: Activation = "default"
     description: str = ""
+    excludes: Excludes | None = None
+    """The files it will not check, by its own rules: a check says so instead of asking it."""
 
     def with_overrides(self, override: ServerOverride | None) -> ServerSpec:
         if override is None:

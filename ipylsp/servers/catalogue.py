@@ -8,7 +8,7 @@ Adding a server is adding a row here; `registry` holds the functions that read t
 
 from __future__ import annotations
 
-from ipylsp.model.server_spec import InstallRecipe, ServerSpec
+from ipylsp.model.server_spec import Excludes, InstallRecipe, ServerSpec
 
 _PY_ROOTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", ".git")
 _JS_ROOTS = ("tsconfig.json", "jsconfig.json", "package.json")
@@ -22,6 +22,24 @@ _JS_CONFIG = ("tsconfig.json", "jsconfig.json")
 _NODE = ("node", "npm")
 
 _JS_LANGUAGES = ("typescript", "typescriptreact", "javascript", "javascriptreact")
+
+# The directories each server skips by default, even a file it is given there (its answer is
+# nothing at all): the installed versions' defaults, each one verified with the server
+# (tests/test_excluded.py). pyright and basedpyright check every file they are given.
+_RUFF_EXCLUDED = (  # ruff 0.17.6, `ruff check --show-settings`: file_resolver.exclude
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
+    ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache",
+    ".svn", ".tox", ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "dist",
+    "node_modules", "site-packages", "venv",
+)
+_TY_EXCLUDED = (  # ty 0.0.105, src.exclude's defaults (`**/<name>/`): not build/
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox",
+    ".pants.d", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build",
+    "buck-out", "dist", "node_modules", "venv",
+)
+_PYREFLY_EXCLUDED = ("node_modules", "__pycache__", "venv")
+"""pyrefly 1.4.1's project-excludes heuristics: no type errors there (its unused-import hints
+only), anywhere in the absolute path."""
 
 
 def _npm(*packages: str) -> InstallRecipe:
@@ -55,6 +73,7 @@ SPECS: tuple[ServerSpec, ...] = (
             "root": "directory",
         },
         description="Astral's type checker (fast).",
+        excludes=Excludes(_TY_EXCLUDED, "ty"),
     ),
     ServerSpec(
         id="ruff",
@@ -65,6 +84,7 @@ SPECS: tuple[ServerSpec, ...] = (
         root_markers=("ruff.toml", ".ruff.toml", *_PY_ROOTS),
         config_files=("ruff.toml", ".ruff.toml", "pyproject.toml:tool.ruff"),
         description="Astral's linter: undefined names, unused imports, syntax.",
+        excludes=Excludes(_RUFF_EXCLUDED, "ruff"),
     ),
     ServerSpec(
         id="pyright",
@@ -102,6 +122,7 @@ SPECS: tuple[ServerSpec, ...] = (
         settings={"python": {"pyrefly": {"displayTypeErrors": "force-on"}}},
         activation="manual",
         description="Meta's type checker (Rust); push diagnostics.",
+        excludes=Excludes(_PYREFLY_EXCLUDED, "pyrefly", above_root=True),
     ),
     ServerSpec(
         id="pylsp",

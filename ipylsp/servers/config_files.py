@@ -10,7 +10,8 @@ parsed value, so a comment or another tool's section changes nothing) or INI sec
 `digest` costs one `stat` per named file, and nothing more while every stat is as it was: a
 file is read again only when its size, mtime, ctime, inode or device changed, or when it was
 changed too recently for its stat to be trusted (a write within the file system's timestamp
-granularity keeps the mtime).
+granularity keeps the mtime). `table` is one TOML file's parsed table, read by the same rule
+(`servers/exclusions.py` reads the patterns a server excludes there).
 
 Reads files; knows nothing of the store, the pool or the check that asks.
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["digest", "forget"]
+__all__ = ["digest", "forget", "table"]
 
 RACY_NS = 2_000_000_000
 """A file changed less than this before it was read is read again next time: its mtime may not
@@ -43,6 +44,9 @@ _files: dict[tuple[str, str], tuple[Signature, str]] = {}
 """(path, section) -> the file's stat and what it says, for files read out of the racy window."""
 _combined: dict[tuple[str, tuple[str, ...]], tuple[tuple[Signature | None, ...], str]] = {}
 """(root, entries) -> every file's stat and the digest, when every file's part was trusted."""
+_tables: dict[tuple[str, str], tuple[Signature, dict[str, Any] | None]] = {}
+"""(path, section) -> the file's stat and its parsed table, for files read out of the racy
+window."""
 
 
 def digest(root: Path, entries: tuple[str, ...]) -> str:
@@ -70,9 +74,34 @@ def digest(root: Path, entries: tuple[str, ...]) -> str:
 
 
 def forget() -> None:
-    """Every cached digest dropped: the next `digest` reads every file again."""
+    """Every cached digest and table dropped: the next call reads every file again."""
     _files.clear()
     _combined.clear()
+    _tables.clear()
+
+
+def table(path: Path, section: str = "") -> dict[str, Any] | None:
+    """The TOML table `section` (dotted; "" for the whole file) of the file at `path`; None
+    when there is no such file or table, or the file does not parse as TOML (nothing is known
+    of what it says)."""
+    signature = _signature(str(path))
+    if signature is None:
+        return None
+    key = (str(path), section)
+    cached = _tables.get(key)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    read_at = time.time_ns()
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", "replace")
+        value = _toml_table(text, section)
+    except (OSError, ValueError):
+        return None
+    found = value if isinstance(value, dict) else None
+    if read_at - max(signature[1], signature[2]) >= RACY_NS:
+        _remember(_tables, key, (signature, found))
+    return found
 
 
 @functools.lru_cache(maxsize=256)
@@ -141,7 +170,7 @@ def _toml_table(text: str, dotted: str) -> Any:
         value: Any = reader.loads(text)
     except Exception as exc:  # tomllib.TOMLDecodeError, or tomli's
         raise ValueError(str(exc)) from None
-    for key in dotted.split("."):
+    for key in dotted.split(".") if dotted else ():
         if not isinstance(value, dict) or key not in value:
             return None
         value = value[key]

@@ -116,10 +116,13 @@ function fixedLine(file: FileReport): string {
   return `fixed ${phrase} in ${file.path}`;
 }
 
+/** Reasons whose detail is a cause, in parentheses (`UnknownReason.has_cause`). */
+const CAUSES: ReadonlySet<Unknown['reason']> = new Set(['not installed', 'refused', 'excluded']);
+
 /** `UNKNOWN [ty] timed out after 10.0 s: results for this file are incomplete; <hint>` */
 export function fileUnknownLine(u: Unknown): string {
   let detail = u.detail ? ` ${u.detail}` : '';
-  if (u.detail && u.reason === 'not installed') {
+  if (u.detail && CAUSES.has(u.reason)) {
     detail = ` (${u.detail})`;
   }
   const line = `UNKNOWN [${u.server}] ${u.reason}${detail}: results for this file are incomplete`;

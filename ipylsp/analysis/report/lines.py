@@ -20,7 +20,6 @@ from ipylsp.model.diagnostics import (
     Report,
     Severity,
     Unknown,
-    UnknownReason,
 )
 
 MAX_MESSAGE = 1000
@@ -147,7 +146,7 @@ def unknown_line(unknown: Unknown, *, brief: bool = False) -> str:
     if brief:
         return f"UNKNOWN [{server}] {reason}: results incomplete"
     detail = one_line(unknown.detail, 300)
-    if detail and unknown.reason in (UnknownReason.NOT_INSTALLED, UnknownReason.REFUSED):
+    if detail and unknown.reason.has_cause:
         detail = f"({detail})"  # "not installed (tsc not found)": a cause, not a continuation
     line = f"UNKNOWN [{server}] {reason}{' ' + detail if detail else ''}"
     line += ": results for this file are incomplete"

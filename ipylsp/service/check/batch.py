@@ -281,7 +281,7 @@ def _lift(checker: Checker, plans: list[FilePlan], result: BatchResult) -> froze
             continue
         first = next((u for u in unknowns if u.hint), unknowns[0])
         detail = first.detail
-        if first.reason is UnknownReason.NOT_INSTALLED:
+        if first.reason.has_cause:
             detail = f"({detail})"
         line = Unknown(
             server_id,

@@ -7,8 +7,10 @@ no project, its servers start with their own file discovery bounded (`ServerSpec
 a server that checks no file its bound hides, even one it is given (ty), is rooted at the
 file's own directory below that directory (`server_root`).
 A missing server becomes an `Unknown` (with the automatic install's state when
-`install_strategy` is "auto"), in full the first time for a (server, root, reason) and as a
-short line after that. `BatchLookups` looks each of these up
+`install_strategy` is "auto"), in full the first time for a (server, root, reason, hint) and
+as a short line after that; so does, for a check, a file a server's own rules leave unchecked
+(`excluded`: ruff under `dist/`, a user's `extend-exclude`; `servers/exclusions.py`), which it
+would answer with nothing. `BatchLookups` looks each of these up
 once per batch (the lookups stat directories; 1,000 files in a few directories need a few).
 """
 
@@ -24,7 +26,7 @@ from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.model.diagnostics import Unknown, UnknownReason
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.settings import Settings
-from ipylsp.servers import executables, installers, python_env, registry, roots
+from ipylsp.servers import exclusions, executables, installers, python_env, registry, roots
 from ipylsp.service.admin.autoinstall import AutoInstaller
 from ipylsp.service.check.file_reports import display_root
 from ipylsp.service.runtime.pool import ClientPool, Slot
@@ -34,7 +36,7 @@ class Resolver:
     def __init__(self, settings: Settings, pool: ClientPool) -> None:
         self.settings = settings
         self.pool = pool
-        self._reported_unknown: set[tuple[str, Path, UnknownReason]] = set()
+        self._reported_unknown: set[tuple[str, Path, UnknownReason, str]] = set()
         self._auto = AutoInstaller()
 
     @property
@@ -108,6 +110,26 @@ class Resolver:
             return directory
         return roots.find_root(path, spec.root_markers, git_worktree=gate)
 
+    def exclusion_rules(
+        self, spec: ServerSpec, path: Path, gate: Path | None
+    ) -> exclusions.Rules | None:
+        """The files `spec` will not check where it serves `path` (its root's configuration
+        read), or None when it checks every file it is given. `gate`: the path's
+        `shown_root`."""
+        if spec.excludes is None:
+            return None
+        return exclusions.rules(spec, self.server_root(spec, path, gate))
+
+    def excluded(
+        self, spec: ServerSpec, path: Path, rules: exclusions.Rules | None
+    ) -> Unknown | None:
+        """Why `spec` would answer nothing for `path` by its own `rules`, with the fix; None
+        when it checks it."""
+        found = rules.match(path) if rules is not None else None
+        if rules is None or found is None:
+            return None
+        return self.unknown(spec, rules.root, UnknownReason.EXCLUDED, found.why, found.fix)
+
     def running(self, path: Path) -> list[tuple[str, LanguageClient]]:
         """(server id, client) of the running servers that serve `path` (none are started)."""
         found = []
@@ -131,11 +153,12 @@ class Resolver:
         return Unknown(spec.id, reason, detail, hint)
 
     def once(self, unknown: Unknown, root: Path) -> Unknown:
-        """In full the first time a report shows it for a (server, workspace, reason); without
-        the hint after that. Decided when a report is made, not when the unknown is: an answer
+        """In full the first time a report shows it for a (server, workspace, reason, hint);
+        without the hint after that (another hint, such as an exclusion's other fix, is said
+        once too). Decided when a report is made, not when the unknown is: an answer
         that arrives late (a background retry finding the server broken) is shown to nobody,
         and must not use up the notice the next check owes the user."""
-        key = (unknown.server_id, root, unknown.reason)
+        key = (unknown.server_id, root, unknown.reason, unknown.hint)
         if key in self._reported_unknown:
             return replace(unknown, hint="")
         self._reported_unknown.add(key)
@@ -182,13 +205,14 @@ def _refusal(
 
 class BatchLookups:
     """What every file of a batch in the same directory or language shares, looked up once:
-    its workspace, its servers, their slots."""
+    its workspace, its servers, their slots and the files they will not check."""
 
     def __init__(self, resolver: Resolver) -> None:
         self._resolver = resolver
         self._roots: dict[Path, Path | None] = {}
         self._specs: dict[str, list[ServerSpec]] = {}
         self._slots: dict[tuple[str, Path], Slot | Unknown] = {}
+        self._rules: dict[tuple[str, Path], exclusions.Rules | None] = {}
 
     def shown_root(self, path: Path) -> Path | None:
         if path.parent not in self._roots:
@@ -201,7 +225,14 @@ class BatchLookups:
         return self._specs[language_id]
 
     def slot(self, spec: ServerSpec, path: Path) -> Slot | Unknown:
+        """The slot that checks `path` for `spec`, or why none does: `excluded` (the file's
+        own name may be what excludes it), else its directory's slot."""
         key = (spec.id, path.parent)
+        if key not in self._rules:
+            self._rules[key] = self._resolver.exclusion_rules(spec, path, self.shown_root(path))
+        excluded = self._resolver.excluded(spec, path, self._rules[key])
+        if excluded is not None:
+            return excluded
         if key not in self._slots:
             self._slots[key] = self._resolver.slot(spec, path, self.shown_root(path))
         return self._slots[key]

@@ -119,7 +119,8 @@ export interface Unknown {
     | 'broken'
     | 'crashed'
     | 'failed'
-    | 'refused';
+    | 'refused'
+    | 'excluded';
   detail: string;
   hint: string;
 }
