@@ -24,6 +24,7 @@ CHILD = r"""
 import json, sys, time
 from pathlib import Path
 from ipylsp.service.service import Service
+from ipylsp.lsp.requests.hover import HOVER
 from ipylsp.model.settings import Settings
 root = Path(sys.argv[1]); data_dir = Path(sys.argv[2])
 main = root / "main.py"
@@ -32,7 +33,7 @@ with Service(Settings(language_servers={"python": ("ty",)}, data_dir=data_dir)) 
     times = []
     for _ in range(2):
         t0 = time.perf_counter()
-        result = service.feature("hover", main, 2, 8)
+        result = service.feature(HOVER, main, 2, 8)
         times.append(time.perf_counter() - t0)
         assert result.error == "" and "area" in result.text, result
 print(json.dumps({"first": times[0], "second": times[1]}))

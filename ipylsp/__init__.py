@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ipylsp._version import __version__
+from ipylsp.lsp.requests.completion import COMPLETIONS
+from ipylsp.lsp.requests.hover import HOVER
+from ipylsp.lsp.requests.locations import DEFINITION, REFERENCES
+from ipylsp.lsp.requests.signature_help import SIGNATURE_HELP
+from ipylsp.lsp.requests.symbols import SYMBOLS
 
 if TYPE_CHECKING:
-    from ipylsp.lsp.requests import FeatureResult
-    from ipylsp.model.answers import Completion, Location, Symbol
+    from ipylsp.lsp.requests import Feature, FeatureResult
     from ipylsp.model.diagnostics import Report
     from ipylsp.model.settings import Settings
     from ipylsp.model.status import ServerStatus
     from ipylsp.service import Service
+
+A = TypeVar("A")
+F = TypeVar("F", bound=Callable[..., Any])
 
 def get_service(settings: Settings | None = None) -> Service:
     """The process-wide `Service` (created on first use; `settings` only applies then)."""
@@ -92,63 +99,54 @@ def pending() -> Report:
     return service.pending(options, again="ipylsp.pending()")
 
 
-def _feature(kind: str, path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[Any]:
-    if not isinstance(line, int) or not isinstance(column, int) or line < 1 or column < 1:
-        raise ValueError("line and column are 1-based positive integers")
-    return get_service().feature(kind, path, line - 1, column - 1)
+class AtPlace(Protocol[A]):
+    """A feature's function: its answer at a 1-based line and column (in characters)."""
+
+    def __call__(
+        self, path: str | os.PathLike[str], line: int, column: int
+    ) -> FeatureResult[A]: ...
 
 
-def hover(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[str]:
-    """Hover text at a 1-based line and column (in characters); it prints as the answer."""
-    return _feature("hover", path, line, column)
+class OfFile(Protocol[A]):
+    """A feature's function: its answer for a whole file."""
+
+    def __call__(self, path: str | os.PathLike[str]) -> FeatureResult[A]: ...
 
 
-def definition(
-    path: str | os.PathLike[str], line: int, column: int
-) -> FeatureResult[tuple[Location, ...]]:
-    """Where the symbol at a 1-based position is defined."""
-    return _feature("definition", path, line, column)
+def _at(feature: Feature[None, A]) -> AtPlace[A]:
+    """`ipylsp.<kind>(path, line, column)`: `feature` at a 1-based place; it prints as the
+    answer."""
+
+    def at(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[A]:
+        if not isinstance(line, int) or not isinstance(column, int) or line < 1 or column < 1:
+            raise ValueError("line and column are 1-based positive integers")
+        return get_service().feature(feature, path, line - 1, column - 1)
+
+    return _named(at, feature, f"{feature.about} Positions are 1-based (characters).")
 
 
-def references(
-    path: str | os.PathLike[str], line: int, column: int
-) -> FeatureResult[tuple[Location, ...]]:
-    """Every reference to the symbol at a 1-based position."""
-    return _feature("references", path, line, column)
+def _of(feature: Feature[None, A]) -> OfFile[A]:
+    """`ipylsp.<kind>(path)`: `feature` for a whole file; it prints as the answer."""
+
+    def of(path: str | os.PathLike[str]) -> FeatureResult[A]:
+        return get_service().feature(feature, path)
+
+    return _named(of, feature, feature.about)
 
 
-def completions(
-    path: str | os.PathLike[str], line: int, column: int
-) -> FeatureResult[tuple[Completion, ...]]:
-    """What may be written at a 1-based position (the labels print, one a line)."""
-    return _feature("completions", path, line, column)
+def _named(function: F, feature: Feature[None, Any], doc: str) -> F:
+    function.__name__ = function.__qualname__ = feature.kind
+    function.__doc__ = doc
+    return function
 
 
-def symbols(path: str | os.PathLike[str]) -> FeatureResult[tuple[Symbol, ...]]:
-    """The file's symbols (nested ones indented)."""
-    return get_service().feature("symbols", path)
-
-
-def __getattr__(name: str) -> Callable[..., FeatureResult[Any]]:
-    """`ipylsp.<api>(path, line, column)` for every feature that names an `api` (its `Feature`
-    in `ipylsp/lsp/requests/`): positions 1-based, the answer prints as text."""
-    import importlib.util
-
-    if name.startswith("_") or importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        raise AttributeError(name)  # a submodule being imported, or a private probe
-    from ipylsp.lsp.requests import FEATURES
-
-    found = [f for f in FEATURES.values() if f.api == name]
-    if not found:
-        raise AttributeError(f"module 'ipylsp' has no attribute {name!r}")
-    kind, about = found[0].kind, found[0].about
-
-    def ask(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[Any]:
-        return _feature(kind, path, line, column)
-
-    ask.__name__ = ask.__qualname__ = name
-    ask.__doc__ = f"{about} Positions are 1-based (characters)."
-    return ask
+# The features, one line each (what each asks is its module in ipylsp/lsp/requests/).
+hover = _at(HOVER)
+definition = _at(DEFINITION)
+references = _at(REFERENCES)
+completions = _at(COMPLETIONS)
+symbols = _of(SYMBOLS)
+signature_help = _at(SIGNATURE_HELP)
 
 
 def subscribe(callback: Callable[[Report], object]) -> None:
@@ -200,6 +198,7 @@ __all__ = [
     "hover",
     "pending",
     "references",
+    "signature_help",
     "status",
     "subscribe",
     "symbols",

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 import ipylsp
 from ipylsp.agent import CODES, FORMATS, TOOLS, Toolbox, ToolResult, call_tool, tool_schemas
 from ipylsp.agent.tools import ORDER
-from ipylsp.agent.tools.queries import FEATURE_TOOLS
+from ipylsp.agent.tools.features import QUERIES
 from ipylsp.model.diagnostics import Report
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 from ipylsp.model.settings import MB, Settings
@@ -152,9 +152,16 @@ def test_every_schema_validates_in_each_format(fmt: str) -> None:
         assert parameters["type"] == "object"
         assert parameters["additionalProperties"] is False
         names.append(schema["function"]["name"] if fmt == "openai" else schema["name"])
-    # the tools written by hand in their order, the features' own after the queries
-    assert names == list(TOOLS) == [*ORDER[:12], *FEATURE_TOOLS, *ORDER[12:]]
-    assert FEATURE_TOOLS == ("lsp_signature_help",)
+    # the checks an agent needs most first, the queries in their table's order, the status
+    assert names == list(TOOLS) == list(ORDER) == [
+        "lsp_check", "lsp_check_cell", "lsp_diagnostics", "lsp_pending",
+        *QUERIES, "lsp_status",
+    ]
+    assert QUERIES == (
+        "lsp_hover", "lsp_definition", "lsp_type_definition", "lsp_implementation",
+        "lsp_references", "lsp_calls", "lsp_symbols", "lsp_completions", "lsp_signature_help",
+        "lsp_rename_preview", "lsp_code_actions",
+    )
 
 
 @pytest.mark.mcp_sdk
@@ -683,7 +690,7 @@ def test_code_actions_show_ruffs_fix_as_a_diff(box: Toolbox) -> None:
     assert result.data["actions"][0]["diff"].startswith("--- a/imports.py")
     assert (box.workspace.root / "imports.py").read_text() == "import os\n\nprint(1)\n"
     none = box.call("lsp_code_actions", {"path": "imports.py", "line": 3})
-    assert ok(none) == "(no quick fixes for line 3)"
+    assert ok(none) == "(no quick fixes on this line)"
 
 
 @pytest.mark.real

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -72,6 +73,22 @@ def test_language_features_take_and_give_one_based_positions(workspace: Path) ->
     ]
     assert "area" in ipylsp.completions(main, 3, 9).format(workspace).splitlines()
     assert ipylsp.symbols(main).format(workspace).splitlines() == ["variable total [3:1]"]
+
+
+FEATURE_FUNCTIONS = ("hover", "definition", "references", "completions", "symbols",
+                     "signature_help")
+
+
+def test_every_feature_function_is_real_typed_and_listed() -> None:
+    """Issue 29, item 2: each is a function of the module (IDEs and mypy read its signature,
+    not a module `__getattr__`), in `__all__` and `dir()`, named after its feature."""
+    for name in FEATURE_FUNCTIONS:
+        function = getattr(ipylsp, name)
+        assert inspect.isfunction(function) and function.__name__ == name
+        assert name in ipylsp.__all__ and name in dir(ipylsp)
+        takes = ["path"] if name == "symbols" else ["path", "line", "column"]
+        assert list(inspect.signature(function).parameters) == takes
+        assert function.__doc__
 
 
 def test_bad_positions_are_rejected(workspace: Path) -> None:
@@ -151,7 +168,7 @@ def test_what_the_api_returns_prints_as_the_answer(
     hover = ipylsp.hover(main, 3, 9)
     assert repr(hover) == str(hover) == "def area(\n    width: int,\n    height: int\n) -> int"
     assert repr(ipylsp.definition(main, 3, 9)) == "lib.py:1:5"  # relative to the cwd
-    assert repr(ipylsp.definition(main, 2, 1)) == "(no definition)"
+    assert repr(ipylsp.definition(main, 2, 1)) == "(no definition found)"
 
 
 def test_a_cut_pending_hand_over_says_so_and_keeps_the_rest(workspace: Path) -> None:

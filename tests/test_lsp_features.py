@@ -13,6 +13,7 @@ import pytest
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.requests import calls, completion, hover, locations, rename, symbols
+from ipylsp.lsp.requests.locations import IMPLEMENTATION, TYPE_DEFINITION
 from ipylsp.lsp.requests.request import At
 from ipylsp.model.answers import Location
 from ipylsp.model.diagnostics import UnknownReason
@@ -209,8 +210,8 @@ def test_service_serves_type_definition_and_implementation(
     path = write(root, "a.py", "class A: ...\nclass B(A): ...\nx = B()\nx\n")
     settings = Settings(language_servers={"python": ("basedpyright",)}, data_dir=DATA_DIR)
     with Service(settings) as service:
-        assert service.feature("type_definition", path, 3, 0).format(root) == "a.py:2:7"
+        assert service.feature(TYPE_DEFINITION, path, 3, 0).format(root) == "a.py:2:7"
         # basedpyright lists the class itself and its subclass
-        assert service.feature("implementation", path, 0, 6).format(root).splitlines() == [
+        assert service.feature(IMPLEMENTATION, path, 0, 6).format(root).splitlines() == [
             "a.py:1:7", "a.py:2:7"
         ]

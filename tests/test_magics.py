@@ -29,6 +29,7 @@ from IPython.utils.capture import capture_output
 
 import ipylsp
 from ipylsp.cli import main
+from ipylsp.ipython.magics import FEATURES
 from ipylsp.servers import executables, registry
 
 MIME = "application/vnd.ipylsp.diagnostics+json"
@@ -265,72 +266,6 @@ HELP = {
         "  --cached    from the store (any kernel's answers, no server needed); PATH\n"
         '              may be a directory (default: the current one)\n'
     ),
-    'hover': (
-        'usage: %lsp hover [-h] PATH:LINE:COL\n'
-        '\n'
-        'hover at PATH:LINE:COL (1-based)\n'
-        '\n'
-        'positional arguments:\n'
-        '  PATH:LINE:COL  1-based line and column (characters)\n'
-        '\n'
-        'options:\n'
-        '  -h, --help     show this help message and exit\n'
-    ),
-    'definition': (
-        'usage: %lsp definition [-h] PATH:LINE:COL\n'
-        '\n'
-        'definition at PATH:LINE:COL (1-based)\n'
-        '\n'
-        'positional arguments:\n'
-        '  PATH:LINE:COL  1-based line and column (characters)\n'
-        '\n'
-        'options:\n'
-        '  -h, --help     show this help message and exit\n'
-    ),
-    'references': (
-        'usage: %lsp references [-h] PATH:LINE:COL\n'
-        '\n'
-        'references at PATH:LINE:COL (1-based)\n'
-        '\n'
-        'positional arguments:\n'
-        '  PATH:LINE:COL  1-based line and column (characters)\n'
-        '\n'
-        'options:\n'
-        '  -h, --help     show this help message and exit\n'
-    ),
-    'completions': (
-        'usage: %lsp completions [-h] PATH:LINE:COL\n'
-        '\n'
-        'completions at PATH:LINE:COL (1-based)\n'
-        '\n'
-        'positional arguments:\n'
-        '  PATH:LINE:COL  1-based line and column (characters)\n'
-        '\n'
-        'options:\n'
-        '  -h, --help     show this help message and exit\n'
-    ),
-    'symbols': (
-        'usage: %lsp symbols [-h] path\n'
-        '\n'
-        'the symbols of a file\n'
-        '\n'
-        'positional arguments:\n'
-        '  path        the file\n'
-        '\n'
-        'options:\n'
-        '  -h, --help  show this help message and exit\n'
-    ),
-    'signature': (
-        'usage: %lsp signature [-h] PATH:LINE:COL\n'
-        '\n'
-        'signature at PATH:LINE:COL (1-based)\n'
-        '\n'
-        'positional arguments:\n'
-        '  PATH:LINE:COL  1-based line and column (characters)\n'
-        '\n'
-        'options:\n'
-        '  -h, --help     show this help message and exit\n'
-    ),
     'cache': (
         'usage: %lsp cache [-h] {info,clear}\n'
         '\n'
@@ -369,12 +304,47 @@ HELP = {
 }
 
 
+SUBCOMMANDS = [*list(HELP)[:list(HELP).index("diagnostics") + 1], *FEATURES, "pending",
+               "cache", "on", "off"]
+"""`%lsp`'s subcommands in the order it lists them: the features' after `diagnostics`."""
+
+
+def feature_help(name: str) -> str:
+    """The help of a feature's subcommand, made from the magics' table (`FEATURES`): at
+    PATH:LINE:COL, or of a file."""
+    feature = FEATURES[name]
+    if feature.takes == "file":
+        return (
+            f'usage: %lsp {name} [-h] path\n'
+            '\n'
+            f'the {feature.kind} of a file\n'
+            '\n'
+            'positional arguments:\n'
+            '  path        the file\n'
+            '\n'
+            'options:\n'
+            '  -h, --help  show this help message and exit\n'
+        )
+    return (
+        f'usage: %lsp {name} [-h] PATH:LINE:COL\n'
+        '\n'
+        f'{name} at PATH:LINE:COL (1-based)\n'
+        '\n'
+        'positional arguments:\n'
+        '  PATH:LINE:COL  1-based line and column (characters)\n'
+        '\n'
+        'options:\n'
+        '  -h, --help     show this help message and exit\n'
+    )
+
+
 @pytest.mark.real
-@pytest.mark.parametrize("name", list(HELP))
+@pytest.mark.parametrize("name", [*HELP, *FEATURES])
 def test_subcommand_help(shell: InteractiveShell, name: str) -> None:
     answer = lsp(shell, f"{name} -h")
     assert answer.error is None
-    assert answer.text is not None and answer.text + "\n" == HELP[name]
+    assert answer.text is not None
+    assert answer.text + "\n" == (HELP[name] if name in HELP else feature_help(name))
     assert answer.mime == ["text/plain"] and answer.displays == []
 
 
@@ -382,14 +352,44 @@ def test_every_subcommand_has_help() -> None:
     from ipylsp.ipython.magics import _parser
 
     choices = next(a for a in _parser()._actions if a.dest == "command").choices
-    assert choices is not None and sorted(choices) == sorted(HELP)
+    assert choices is not None and sorted(choices) == sorted([*HELP, *FEATURES])
+
+
+def summary(name: str) -> str:
+    """What `%lsp -h` says of a subcommand: its help's description."""
+    return (HELP[name] if name in HELP else feature_help(name)).split("\n\n")[1]
+
+
+def listed(text: str) -> list[tuple[str, str]]:
+    """The subcommands `%lsp -h` lists, in order, each with its summary (one line, however
+    argparse wrapped it)."""
+    body = text.split("  SUBCOMMAND\n", 1)[1].split("\n\n", 1)[0]
+    found: list[tuple[str, str]] = []
+    for line in body.splitlines():
+        if line.startswith("    ") and not line.startswith("     "):  # a subcommand
+            name, _, rest = line.strip().partition(" ")
+            found.append((name, rest.strip()))
+        else:  # its summary, or the rest of it
+            name, said = found[-1]
+            found[-1] = (name, f"{said} {line.strip()}".strip())
+    return found
 
 
 @pytest.mark.real
 @pytest.mark.parametrize("line", ["", "-h", "--help"])
 def test_top_level_help(shell: InteractiveShell, line: str) -> None:
     answer = lsp(shell, line)
-    assert answer.text is not None and answer.text + "\n" == TOP_HELP
+    assert answer.text is not None
+    assert answer.text.startswith(
+        'usage: %lsp [-h] SUBCOMMAND ...\n'
+        '\n'
+        'Language servers for this notebook.\n'
+        '\n'
+        'positional arguments:\n'
+        '  SUBCOMMAND\n'
+    )
+    assert answer.text.endswith('\n\noptions:\n  -h, --help   show this help message and exit')
+    assert listed(answer.text) == [(name, summary(name)) for name in SUBCOMMANDS]
 
 
 # -- answers --------------------------------------------------------------------------------------
@@ -502,9 +502,9 @@ def test_start_check_and_features(shell: InteractiveShell, workspace: Path) -> N
 
     # features at 1-based PATH:LINE:COL
     assert lsp(shell, "hover app.py:10:17").text == "bound method Box.area() -> int"
-    assert lsp(shell, "hover app.py:4:1").text == "(no hover information)"
+    assert lsp(shell, "hover app.py:4:1").text == "(no hover information here)"
     assert lsp(shell, "definition app.py:10:17").text == "app.py:5:9"
-    assert lsp(shell, "definition app.py:4:1").text == "(no definition)"
+    assert lsp(shell, "definition app.py:4:1").text == "(no definition found)"
     assert lsp(shell, "references app.py:1:7").text == "app.py:1:7\napp.py:9:7"
     assert lsp(shell, "symbols app.py").text == (
         "class Box [1:7]\n"
@@ -585,10 +585,8 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
-        ("bogus", "%lsp: argument SUBCOMMAND: invalid choice: 'bogus' (choose from 'status', "
-         "'list', 'install', 'which', 'start', 'stop', 'restart', 'check', 'check_cell', "
-         "'diagnostics', 'hover', 'definition', 'references', 'completions', 'symbols', "
-         "'signature', 'pending', 'cache', 'on', 'off')"),
+        ("bogus", "%lsp: argument SUBCOMMAND: invalid choice: 'bogus' (choose from "
+         f"{', '.join(map(repr, SUBCOMMANDS))})"),
         ("status extra", "%lsp: unrecognized arguments: extra"),
         ("'unbalanced", "%lsp: No closing quotation"),
         ("hover", "%lsp hover: the following arguments are required: PATH:LINE:COL"),
@@ -627,45 +625,6 @@ def test_usage_error_is_shown_as_one_line(shell: InteractiveShell) -> None:
         shell.run_cell("%lsp hover app.py:0:1", store_history=False)
     assert captured.stderr == "UsageError: %lsp: LINE and COL are 1-based, got 'app.py:0:1'\n"
     assert captured.stdout == "" and captured.outputs == []
-
-TOP_HELP = (
-    'usage: %lsp [-h] SUBCOMMAND ...\n'
-    '\n'
-    'Language servers for this notebook.\n'
-    '\n'
-    'positional arguments:\n'
-    '  SUBCOMMAND\n'
-    '    status     running, starting and broken servers; installed ones\n'
-    '    list       every server ipylsp knows\n'
-    "    install    install servers into ipylsp's data dir\n"
-    '    which      the command ipylsp runs for a server\n'
-    '    start      start the servers for a file now\n'
-    '    stop       stop servers (all, or one id)\n'
-    '    restart    restart servers (all, or one id)\n'
-    "    check      what a file's text introduced (all, with --all)\n"
-    '    check_cell\n'
-    '               what CODE would introduce if it ran now as a cell (nothing\n'
-    '               runs)\n'
-    '    diagnostics\n'
-    '               current diagnostics (changed files checked again)\n'
-    '    hover      hover at PATH:LINE:COL (1-based)\n'
-    '    definition\n'
-    '               definition at PATH:LINE:COL (1-based)\n'
-    '    references\n'
-    '               references at PATH:LINE:COL (1-based)\n'
-    '    completions\n'
-    '               completions at PATH:LINE:COL (1-based)\n'
-    '    symbols    the symbols of a file\n'
-    '    signature  signature at PATH:LINE:COL (1-based)\n'
-    '    pending    problems not yet handed over, then forget them\n'
-    "    cache      the store of servers' answers: its size, or clear it\n"
-    '    on         check cells and the files they write\n'
-    '    off        stop checking cells and the files they write\n'
-    '\n'
-    'options:\n'
-    '  -h, --help   show this help message and exit\n'
-)
-
 
 @pytest.mark.real
 def test_the_signature_of_the_call_at_a_place(shell: InteractiveShell, app_written: None) -> None:

@@ -20,6 +20,10 @@ import pytest
 
 from ipylsp.lsp.client import ClientError
 from ipylsp.lsp.process import descendants, running, wait_exited
+from ipylsp.lsp.requests.code_actions import CODE_ACTIONS
+from ipylsp.lsp.requests.hover import HOVER
+from ipylsp.lsp.requests.locations import DEFINITION, REFERENCES
+from ipylsp.lsp.requests.symbols import SYMBOLS
 from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 from ipylsp.model.settings import Settings
@@ -205,12 +209,12 @@ def test_a_query_on_a_file_the_check_does_not_read_says_why_as_the_check_does(
         "over.sh": "sub/over.sh is 1,049 bytes, over the 1,048-byte limit (IPyLSP.max_file_mb)",
     }
     for name, why in refused.items():
-        for kind in ("hover", "definition", "references", "symbols", "code_actions"):
-            result = service.feature(kind, sub / name)
-            assert (result.reason, result.error) == (UnknownReason.NOT_READ, why), kind
+        for feature in (HOVER, DEFINITION, REFERENCES, SYMBOLS, CODE_ACTIONS):
+            result = service.feature(feature, sub / name)
+            assert (result.reason, result.error) == (UnknownReason.NOT_READ, why), feature.kind
         assert service.check(sub / name).notes == (f"not checked: {why}",)
-    assert service.feature("hover", sub / "at.sh").error == ""
-    missing = service.feature("hover", sub / "gone.sh")
+    assert service.feature(HOVER, sub / "at.sh").error == ""
+    missing = service.feature(HOVER, sub / "gone.sh")
     assert (missing.reason, missing.error) == (UnknownReason.NO_FILE, "no such file: sub/gone.sh")
 
 

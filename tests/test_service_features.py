@@ -13,6 +13,13 @@ from typing import Any
 import pytest
 
 from ipylsp.lsp.requests import FeatureResult
+from ipylsp.lsp.requests.calls import CALLS
+from ipylsp.lsp.requests.code_actions import CODE_ACTIONS
+from ipylsp.lsp.requests.completion import COMPLETIONS
+from ipylsp.lsp.requests.hover import HOVER
+from ipylsp.lsp.requests.locations import DEFINITION, REFERENCES, TYPE_DEFINITION
+from ipylsp.lsp.requests.rename import RENAME
+from ipylsp.lsp.requests.symbols import WORKSPACE_SYMBOLS
 from ipylsp.model.diagnostics import UnknownReason
 from ipylsp.model.edits import apply, preview
 from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
@@ -43,7 +50,7 @@ MAIN = (
     "    return total([sq, Square(1.0)])\n"
 )
 
-HOVER = {
+HOVER_TEXT = {
     "ty": "bound method Square.area() -> float",
     "basedpyright": "(method) def area() -> float",
 }
@@ -84,36 +91,36 @@ def answered(result: FeatureResult[Any]) -> FeatureResult[Any]:
 
 def test_python_features(service: Service, root: Path) -> None:
     shapes, main = root / "shapes.py", root / "main.py"
-    server_id = answered(service.feature("hover", main, 4, 9)).server_id
-    assert server_id in HOVER
-    assert service.feature("hover", main, 4, 9).answer == HOVER[server_id]
-    assert answered(service.feature("definition", main, 3, 6)).format(root) == "shapes.py:5:7"
-    assert service.feature("type_definition", main, 3, 0).format(root) == "shapes.py:5:7"
-    references = service.feature("references", shapes, 12, 4).format(root).splitlines()
+    server_id = answered(service.feature(HOVER, main, 4, 9)).server_id
+    assert server_id in HOVER_TEXT
+    assert service.feature(HOVER, main, 4, 9).answer == HOVER_TEXT[server_id]
+    assert answered(service.feature(DEFINITION, main, 3, 6)).format(root) == "shapes.py:5:7"
+    assert service.feature(TYPE_DEFINITION, main, 3, 0).format(root) == "shapes.py:5:7"
+    references = service.feature(REFERENCES, shapes, 12, 4).format(root).splitlines()
     assert sorted(references) == ["main.py:1:28", "main.py:5:18", "main.py:9:12", "shapes.py:13:5"]
 
-    incoming = answered(service.feature("calls", shapes, 12, 4, direction="incoming"))
+    incoming = answered(service.feature(CALLS.given("incoming"), shapes, 12, 4))
     lines = incoming.format(root).splitlines()
     assert lines[0] == "function total [shapes.py:13:5]"  # the prepared item first, depth 0
     assert sorted(lines[1:]) == sorted(
         ["  " + MODULE_CALLER[server_id], "  function report [main.py:8:5]"]
     )
-    outgoing = service.feature("calls", main, 7, 4, direction="outgoing").format(root)
+    outgoing = service.feature(CALLS.given("outgoing"), main, 7, 4).format(root)
     assert outgoing.splitlines()[0] == "function report [main.py:8:5]"
     assert sorted(outgoing.splitlines()[1:]) == [
         "  class Square [shapes.py:5:7]", "  function total [shapes.py:13:5]"
     ]
 
-    found = answered(service.feature("workspace_symbols", main, query="total"))
+    found = answered(service.feature(WORKSPACE_SYMBOLS.given("total"), main))
     assert found.format(root) == TOTAL_SYMBOL[server_id]
     assert found.answer[0].path == shapes
 
-    completions = answered(service.feature("completions", main, 4, 13))  # print(sq.area|(
+    completions = answered(service.feature(COMPLETIONS, main, 4, 13))  # print(sq.area|(
     area = [c for c in completions.answer if c.label == "area"]
     assert [c.kind for c in area] == ["method"]
     assert completions.format(root).splitlines() == [c.label for c in completions.answer]
 
-    renamed = answered(service.feature("rename", shapes, 4, 6, new_name="Box"))
+    renamed = answered(service.feature(RENAME.given("Box"), shapes, 4, 6))
     assert {edit.path for edit in renamed.answer} == {shapes, main}
     assert apply(SHAPES, [e for e in renamed.answer if e.path == shapes]) == SHAPES.replace(
         "Square", "Box"
@@ -144,7 +151,7 @@ def actions_by_title(result: FeatureResult[Any]) -> dict[str, str]:
 def test_code_actions_basedpyright_and_ruff(root: Path) -> None:
     path = write(root, "fix.py", FIX)
     with python_service("basedpyright", "ruff") as service:
-        on_import = service.feature("code_actions", path, 0)
+        on_import = service.feature(CODE_ACTIONS, path, 0)
         assert on_import.server_id == "basedpyright+ruff"
         assert [(a.server_id, a.title, a.fixes) for a in on_import.answer] == [
             ("basedpyright", "Add `# pyright: ignore[reportUnusedImport]`",
@@ -158,25 +165,25 @@ def test_code_actions_basedpyright_and_ruff(root: Path) -> None:
             "import os\n", "import os  # noqa: F401\n"
         )
         # basedpyright's add-import for an undefined name (it sorts the import in)
-        fixes = actions_by_title(service.feature("code_actions", path, 4))
+        fixes = actions_by_title(service.feature(CODE_ACTIONS, path, 4))
         assert fixes["from pathlib import Path"] == (
             'import os\nfrom pathlib import Path\nimport sys\n\nprint(sys.argv)\nx = Path("a")\n'
         )
         assert fixes["Ruff (F821): Disable for this line"] == FIX.replace(
             'Path("a")\n', 'Path("a")  # noqa: F821\n'
         )
-        assert service.feature("code_actions", path, 3).answer == ()  # a clean line
+        assert service.feature(CODE_ACTIONS, path, 3).answer == ()  # a clean line
         assert path.read_text() == FIX
 
 
 def test_code_actions_ty_and_ruff(root: Path) -> None:
     path = write(root, "fix.py", FIX)
     with python_service("ty", "ruff") as service:
-        on_import = service.feature("code_actions", path, 0)
+        on_import = service.feature(CODE_ACTIONS, path, 0)
         assert [a.title for a in on_import.answer] == [  # ty has no unused-import rule
             "Ruff (F401): Remove unused import: `os`", "Ruff (F401): Disable for this line"
         ]
-        on_path = service.feature("code_actions", path, 4)
+        on_path = service.feature(CODE_ACTIONS, path, 4)
         ty_titles = [a.title for a in on_path.answer if a.server_id == "ty"]
         # ty imports from every module it can see that defines the name, stdlib first
         assert ty_titles[:2] == ["import pathlib.Path", "import zipfile.Path"]
@@ -195,10 +202,10 @@ def test_typescript_definition_and_rename(tmp_path: Path, monkeypatch: pytest.Mo
     greet, main = write(root, "greet.ts", greet_ts), write(root, "main.ts", main_ts)
     settings = Settings(language_servers={"typescript": ("typescript",)}, data_dir=DATA_DIR)
     with Service(settings) as service:
-        assert answered(service.feature("definition", main, 2, 28)).format(root) == (
+        assert answered(service.feature(DEFINITION, main, 2, 28)).format(root) == (
             "greet.ts:1:17"
         )
-        renamed = answered(service.feature("rename", greet, 0, 16, new_name="welcome"))
+        renamed = answered(service.feature(RENAME.given("welcome"), greet, 0, 16))
         assert apply(greet_ts, [e for e in renamed.answer if e.path == greet]) == (
             greet_ts.replace("greet", "welcome")
         )
@@ -211,17 +218,17 @@ def test_failure_reasons_from_real_servers(root: Path) -> None:
     write(root, "notes.xyz", "hello\n")
     missing = ServerOverride(command=("/nonexistent/ty",))
     with python_service("ruff") as service:
-        assert service.feature("hover", root / "nope.py").reason is UnknownReason.NO_FILE
-        assert service.feature("hover", root).reason is UnknownReason.NOT_READ  # a directory
-        assert service.feature("hover", root / "notes.xyz").reason is UnknownReason.NO_LANGUAGE
-        no_rename = service.feature("rename", root / "main.py", 0, 20, new_name="x")
+        assert service.feature(HOVER, root / "nope.py").reason is UnknownReason.NO_FILE
+        assert service.feature(HOVER, root).reason is UnknownReason.NOT_READ  # a directory
+        assert service.feature(HOVER, root / "notes.xyz").reason is UnknownReason.NO_LANGUAGE
+        no_rename = service.feature(RENAME.given("x"), root / "main.py", 0, 20)
         assert (no_rename.reason, no_rename.error) == (
             UnknownReason.NO_PROVIDER, "no server for main.py offers rename"
         )
     settings = Settings(language_servers={"python": ("ty",)}, servers={"ty": missing},
                         data_dir=DATA_DIR)
     with Service(settings) as service:
-        absent = service.feature("definition", root / "main.py", 3, 6)
+        absent = service.feature(DEFINITION, root / "main.py", 3, 6)
         ty = registry.get("ty")
         assert ty is not None
         assert (absent.reason, absent.unknown[0].hint) == (
@@ -252,15 +259,15 @@ def test_failure_reasons_from_faults(
 ) -> None:
     path = write(tmp_path, "a.sh", "echo hi\n")
     with fake_service(*flags) as service:
-        assert service.feature("hover", path).reason == reason
+        assert service.feature(HOVER, path).reason == reason
 
 
 def test_a_server_that_keeps_timing_out_is_broken_with_a_hint(tmp_path: Path) -> None:
     path = write(tmp_path, "a.sh", "echo hi\n")
     with fake_service("--hang-on", "textDocument/hover") as service:
-        reasons = [service.feature("hover", path).reason for _ in range(2)]
+        reasons = [service.feature(HOVER, path).reason for _ in range(2)]
         assert reasons == [UnknownReason.TIMED_OUT] * 2
-        broken = service.feature("hover", path)
+        broken = service.feature(HOVER, path)
         assert (broken.reason, broken.unknown[0].hint) == (
             UnknownReason.BROKEN, "`%lsp restart fake` starts it again"
         )
@@ -269,12 +276,12 @@ def test_a_server_that_keeps_timing_out_is_broken_with_a_hint(tmp_path: Path) ->
 def test_answers_follow_open_documents_changed_on_disk(service: Service, root: Path) -> None:
     shapes, main = root / "shapes.py", root / "main.py"
     # shapes.py is open in the server (queried), then changes behind its back
-    assert service.feature("definition", shapes, 12, 23).format(root) == "shapes.py:1:7"
-    assert service.feature("definition", main, 3, 6).format(root) == "shapes.py:5:7"
+    assert service.feature(DEFINITION, shapes, 12, 23).format(root) == "shapes.py:1:7"
+    assert service.feature(DEFINITION, main, 3, 6).format(root) == "shapes.py:5:7"
     shapes.write_text("# moved\n\n" + SHAPES, encoding="utf-8")
-    assert service.feature("definition", main, 3, 6).format(root) == "shapes.py:7:7"
-    references = service.feature("references", main, 0, 19).format(root).splitlines()
+    assert service.feature(DEFINITION, main, 3, 6).format(root) == "shapes.py:7:7"
+    references = service.feature(REFERENCES, main, 0, 19).format(root).splitlines()
     assert sorted(references) == ["main.py:1:20", "main.py:4:6", "main.py:9:23", "shapes.py:7:7"]
     shapes.unlink()  # gone: closed in the server, which is told it was deleted
-    after = service.feature("definition", main, 3, 6)
+    after = service.feature(DEFINITION, main, 3, 6)
     assert after.reason is None and [loc for loc in after.answer if loc.path == shapes] == []

@@ -48,7 +48,7 @@ def test_the_signature_and_the_parameter_being_written(root: Path, server_id: st
     with Service(settings) as service:
         found = service.feature(SIGNATURE_HELP, root / "shapes.py", *AT_HEIGHT)
         assert (found.answer, found.server_id) == (ON_HEIGHT, server_id)
-        assert service.feature("signature_help", root / "shapes.py", 5, 13).answer == (
+        assert service.feature(SIGNATURE_HELP, root / "shapes.py", 5, 13).answer == (
             ON_HEIGHT.replace("parameter: height: int", "parameter: width: int")
         )
         outside = service.feature(SIGNATURE_HELP, root / "shapes.py", 0, 2)

@@ -13,6 +13,8 @@ from typing import Any, cast
 import pytest
 
 from ipylsp.analysis.report import FormatOptions, format_text, to_json
+from ipylsp.lsp.requests.locations import DEFINITION
+from ipylsp.lsp.requests.symbols import SYMBOLS
 from ipylsp.model.diagnostics import UnknownReason
 from ipylsp.model.server_spec import InstallRecipe, ServerOverride, ServerSpec
 from ipylsp.model.settings import Settings
@@ -271,16 +273,16 @@ def test_outlines_and_definitions_by_name_come_from_the_store(root: Path, tmp_pa
     shapes = write(root, "shapes.py", SHAPES)
     main = write(root, "main.py", MAIN)
     with Service(ty_settings(store)) as live:
-        outline = live.feature("symbols", shapes)
+        outline = live.feature(SYMBOLS, shapes)
     assert [s.name for s in outline.answer] == ["Square", "area", "make"]
     with Service(ty_settings(store, command=("no-such-ty", "server"))) as down:
         opened(down)
-        cached = down.feature("symbols", shapes)
-        definition = down.feature("definition", main, 2, 6)  # `make` in main.py
+        cached = down.feature(SYMBOLS, shapes)
+        definition = down.feature(DEFINITION, main, 2, 6)  # `make` in main.py
         box = Toolbox(down, root)
         by_name = box.call("lsp_definition", {"symbol": "area"})
         shapes.write_text("# moved\n" + SHAPES)
-        stale = down.feature("symbols", shapes)
+        stale = down.feature(SYMBOLS, shapes)
     assert cached.answer == outline.answer and cached.cached is not None
     assert not cached.cached.stale and stale.cached is not None and stale.cached.stale
     assert re.fullmatch(

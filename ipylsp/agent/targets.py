@@ -128,7 +128,7 @@ def _in_workspace(box: Toolbox, wanted: str) -> Target:
     samples = one_file_per_language(box)
     for sample in samples:
         try:
-            answer = box.feature(WORKSPACE_SYMBOLS, sample, query=name)
+            answer = box.feature(WORKSPACE_SYMBOLS.given(name), sample)
         except ToolError as error:
             errors.append(error)
             continue

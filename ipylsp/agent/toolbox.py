@@ -103,24 +103,14 @@ class Toolbox:
     # -- helpers for the tools -----------------------------------------------------------------
 
     def feature(
-        self,
-        kind: Feature[A],
-        path: Path,
-        line: int = 0,
-        column: int = 0,
-        *,
-        direction: str = "incoming",
-        new_name: str = "",
-        query: str = "",
+        self, feature: Feature[Any, A], path: Path, line: int = 0, column: int = 0
     ) -> FeatureResult[A]:
         """`Service.feature`, its failure raised as the matching `ToolError`."""
-        result = self.service.feature(
-            kind, path, line, column, direction=direction, new_name=new_name, query=query
-        )
+        result = self.service.feature(feature, path, line, column)
         if result.reason is None:
             return result
         code = ERROR_CODES.get(result.reason, "lsp_error")
-        detail = result.error.strip() or f"{kind.kind} failed"
+        detail = result.error.strip() or f"{feature.kind} failed"
         step = result.unknown[0].hint or _NEXT_STEP.get(code, "")
         if result.reason is UnknownReason.NO_PROVIDER:
             step = "no server for this file offers it; lsp_status lists the installed servers"

@@ -15,9 +15,25 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from ipylsp.analysis.report import ShownReport
 from ipylsp.ipython.display import TextView, options_for
 from ipylsp.ipython.extension import CellChecks
+from ipylsp.lsp.requests.completion import COMPLETIONS
+from ipylsp.lsp.requests.hover import HOVER
+from ipylsp.lsp.requests.locations import DEFINITION, REFERENCES
+from ipylsp.lsp.requests.signature_help import SIGNATURE_HELP
+from ipylsp.lsp.requests.symbols import SYMBOLS
 
 if TYPE_CHECKING:
     from ipylsp.lsp.requests import Feature
+
+FEATURES: dict[str, Feature[None, Any]] = {
+    "hover": HOVER,
+    "definition": DEFINITION,
+    "references": REFERENCES,
+    "completions": COMPLETIONS,
+    "symbols": SYMBOLS,
+    "signature": SIGNATURE_HELP,
+}
+"""`%lsp NAME` for each feature it answers, one line each: at PATH:LINE:COL, or of a file
+(`takes` "file"); the answer is the feature's own text."""
 
 SEE_LIST = "(see %lsp list)"
 FAILURE_TAIL = 10
@@ -100,7 +116,7 @@ def _parser() -> _Parser:
         help="from the store (any kernel's answers, no server needed); PATH may be a "
         "directory (default: the current one)",
     )
-    for name, feature in magic_features().items():  # one subcommand each, from its `Feature`
+    for name, feature in FEATURES.items():  # one subcommand each, from its `Feature`
         if feature.takes == "file":
             cmd = add(name, f"the {feature.kind} of a file")
             cmd.add_argument("path", help="the file")
@@ -115,15 +131,6 @@ def _parser() -> _Parser:
     add("on", "check cells and the files they write")
     add("off", "stop checking cells and the files they write")
     return parser
-
-
-def magic_features() -> dict[str, Feature[Any]]:
-    """The features `%lsp` answers, by subcommand: every registered one naming a `magic`
-    that takes a place or a file."""
-    from ipylsp.lsp.requests import FEATURES
-
-    return {f.magic: f for f in FEATURES.values()
-            if f.magic is not None and f.takes in ("position", "file")}
 
 
 def parse_position(text: str) -> tuple[str, int, int]:
@@ -169,9 +176,9 @@ class LspMagics(Magics):
             raise UsageError(f"%lsp: {exc}") from None
         if args.command is None:
             return TextView(_parser().format_help().rstrip())
-        feature = magic_features().get(args.command)
+        feature = FEATURES.get(args.command)
         if feature is not None:
-            return self._feature(feature, args)
+            return self._feature(args.command, feature, args)
         handler = getattr(self, "_" + args.command)
         return handler(args)
 
@@ -264,14 +271,15 @@ class LspMagics(Magics):
         return ShownReport.of(report, options_for(self.checks.settings),
                           "no known problems" if report.files else "nothing checked yet")
 
-    def _feature(self, feature: Feature[Any], args: argparse.Namespace) -> TextView:
+    def _feature(self, name: str, feature: Feature[None, Any], args: argparse.Namespace
+                 ) -> TextView:
         """A feature at PATH:LINE:COL, or of a file (`takes` "file")."""
         if feature.takes == "file":
             path, line, column = args.path, 0, 0
         else:
             path, line, column = parse_position(args.position)
         if not Path(path).exists():
-            raise UsageError(f"%lsp {feature.magic}: no such file: {path}")
+            raise UsageError(f"%lsp {name}: no such file: {path}")
         result = self.checks.service.feature(feature, path, line, column)
         return TextView(result.format(Path.cwd()))
 

@@ -1,80 +1,66 @@
-"""Asking a feature of the servers: hover, definition, ..., rename, code actions, and any
-feature registered in `lsp/requests/` (`FEATURES`).
+"""Asking a feature of the servers: hover, definition, ..., rename, code actions, any
+`Feature` of `lsp/requests/`.
 
 This module only chooses the server (the first of the file's servers that advertises the
 feature's capability; every one for a merged feature), makes the server's open documents
 match the disk first (an answer never describes text that no longer exists), stands the store
-in for servers that cannot answer (the feature's `fallback`), and turns failures into results
-with the `Unknown`s saying why. What each feature asks and how its answer reads is its
-`Feature` value.
-Positions in and out are 0-based lines and code-point columns.
+in for servers that cannot answer (`STORED`: a function per feature kind), and turns failures
+into results with the `Unknown`s saying why. What each feature asks and how its answer reads
+is its `Feature` value. Positions in and out are 0-based lines and code-point columns.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ipylsp.lsp import protocol
 from ipylsp.lsp.client import FILE_DELETED, ClientError, LanguageClient
-from ipylsp.lsp.requests import FEATURES, Feature, FeatureResult, Query
+from ipylsp.lsp.requests import Feature, FeatureResult, Query
+from ipylsp.lsp.requests.locations import DEFINITION
 from ipylsp.lsp.requests.request import At, supports
+from ipylsp.lsp.requests.symbols import SYMBOLS, WORKSPACE_SYMBOLS
 from ipylsp.model.answers import Location
-from ipylsp.model.diagnostics import Unknown, UnknownReason, display_path
+from ipylsp.model.diagnostics import Cached, Unknown, UnknownReason, display_path
 from ipylsp.model.positions import word_at
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.servers import languages
+from ipylsp.service.cache import Answers
 from ipylsp.service.check.before_text import FileRefused, read_text, readable_text
 from ipylsp.service.runtime.pool import Slot
 from ipylsp.service.state import ServiceState
 
 A = TypeVar("A")
 
-__all__ = ["FEATURES", "Feature", "FeatureResult", "failed", "feature_of", "request_feature",
-           "resync"]
-
-
-def feature_of(kind: str | Feature[A]) -> Feature[Any]:
-    """The registered feature named `kind` (or `kind` itself); `ValueError` for none."""
-    if isinstance(kind, Feature):
-        return kind
-    found = FEATURES.get(kind)
-    if found is None:
-        raise ValueError(f"unknown feature {kind!r}; one of {', '.join(FEATURES)}")
-    return found
+__all__ = ["STORED", "Feature", "FeatureResult", "failed", "request_feature", "resync"]
 
 
 async def request_feature(
     state: ServiceState,
-    feature: Feature[A],
+    feature: Feature[Any, A],
     path: Path,
     line: int,
     column: int,
     deadline: float,
-    *,
-    direction: str = "incoming",
-    new_name: str = "",
-    query: str = "",
 ) -> FeatureResult[A]:
-    """`direction` is for calls, `new_name` for rename, `query` for workspace symbols (whose
-    `path` only chooses the servers)."""
-    kind = feature.kind
+    """`feature` (with its `params`) at a 0-based place of `path`."""
     limit = state.settings.max_file_bytes
     try:
         text = read_text(path, limit)  # what the check reads, refused in its words
     except FileRefused as refused:
-        return failed(kind, UnknownReason.NOT_READ, refused.about(_shown(state, path)))
+        return failed(feature, UnknownReason.NOT_READ, refused.about(_shown(state, path)))
     if text is None:
-        return failed(kind, UnknownReason.NO_FILE, f"no such file: {_shown(state, path)}")
+        return failed(feature, UnknownReason.NO_FILE, f"no such file: {_shown(state, path)}")
     language_id = languages.language_id(path)
     if language_id is None:
-        return failed(kind, UnknownReason.NO_LANGUAGE, f"no language server knows {path.name}")
+        return failed(feature, UnknownReason.NO_LANGUAGE,
+                      f"no language server knows {path.name}")
     if not protocol.loaded():  # its slow import runs beside the loop, not on it
         await asyncio.to_thread(protocol.warm)
     q = Query(At(path, text, line, column), language_id, deadline,
-              lambda place: readable_text(place, limit), direction, new_name, query)
+              lambda place: readable_text(place, limit), feature.params)
     failures: list[Unknown] = []
     answers: list[FeatureResult[A]] = []
     for spec in state.resolver.servers(path):
@@ -85,13 +71,15 @@ async def request_feature(
                 break
     if not answers:
         if not failures:
-            return failed(kind, UnknownReason.NO_PROVIDER,
-                          f"no server for {path.name} offers {kind}")
-        stored = _from_store(state, feature, q) if failures[0].reason in _DOWN else None
+            return failed(feature, UnknownReason.NO_PROVIDER,
+                          f"no server for {path.name} offers {feature.kind}")
+        stand_in = STORED.get(feature.kind) if failures[0].reason in _DOWN else None
+        stored = stand_in(state.answers, q, _name_scope(state, path)) if stand_in else None
         if stored is not None:
-            return replace(stored, unknown=tuple(failures))
-        return FeatureResult(kind, unknown=tuple(failures))
-    if feature.fallback == "outline":  # what the store answers when no server can
+            answer, cached = stored
+            return FeatureResult(feature, answer, cached=cached, unknown=tuple(failures))
+        return FeatureResult(feature, unknown=tuple(failures))
+    if feature.kind == SYMBOLS.kind:  # the outlines the stand-ins below read
         outline: Any = answers[0].answer or ()
         state.answers.put_symbols(path, text, answers[0].server_id or "",
                                   _name_scope(state, path), outline)
@@ -99,7 +87,7 @@ async def request_feature(
         ids = [a.server_id for a in answers if a.server_id]
         parts: list[Any] = [a.answer or () for a in answers]
         merged: Any = tuple(item for part in parts for item in part)
-        return FeatureResult(kind, answer=merged, server_id="+".join(ids))
+        return FeatureResult(feature, answer=merged, server_id="+".join(ids))
     return answers[0]
 
 
@@ -110,27 +98,33 @@ _DOWN: frozenset[UnknownReason] = frozenset({
 """Why no server answered, when the store may stand in."""
 
 
-def _from_store(state: ServiceState, feature: Feature[A], q: Query) -> FeatureResult[A] | None:
-    """What the store answers for a feature with a `fallback` (marked cached); None when it
-    has nothing for it."""
-    answers = state.answers
-    path = q.at.path
-    workspace = _name_scope(state, path)
-    if feature.fallback == "outline":
-        found = answers.outline(path)
-    elif feature.fallback == "names":
-        found = answers.named(workspace, q.query, prefix=True)
-    elif feature.fallback == "definition":
-        found = answers.named(workspace, word_at(q.at.text, q.at.line, q.at.column))
-    else:
-        return None
+StandIn = Callable[[Answers, Query[Any], Path], "tuple[Any, Cached] | None"]
+"""What the store answers for a feature no server could answer, from the stored outlines of
+`Answers` in the workspace given (the name scope): the answer and how old, or None."""
+
+
+def _outline(answers: Answers, q: Query[Any], scope: Path) -> tuple[Any, Cached] | None:
+    return answers.outline(q.at.path)
+
+
+def _named(answers: Answers, q: Query[str], scope: Path) -> tuple[Any, Cached] | None:
+    return answers.named(scope, q.params, prefix=True)
+
+
+def _definition(answers: Answers, q: Query[Any], scope: Path) -> tuple[Any, Cached] | None:
+    found = answers.named(scope, word_at(q.at.text, q.at.line, q.at.column))
     if found is None:
         return None
     symbols, cached = found
-    answer: Any = symbols
-    if feature.fallback == "definition":
-        answer = tuple(Location(s.path, s.line, s.column) for s in symbols if s.path)
-    return FeatureResult(feature.kind, answer=answer, cached=cached)
+    return tuple(Location(s.path, s.line, s.column) for s in symbols if s.path), cached
+
+
+STORED: dict[str, StandIn] = {
+    SYMBOLS.kind: _outline,  # a file's outline
+    WORKSPACE_SYMBOLS.kind: _named,  # symbols by name prefix
+    DEFINITION.kind: _definition,  # the places of the name at the position
+}
+"""The store's stand-in of each feature that has one, by kind (marked cached)."""
 
 
 def _shown(state: ServiceState, path: Path) -> str:
@@ -166,13 +160,14 @@ async def resync(
     await client.files_changed(gone)
 
 
-def failed(kind: str, reason: UnknownReason, detail: str) -> FeatureResult[Any]:
+def failed(feature: Feature[Any, A], reason: UnknownReason, detail: str) -> FeatureResult[A]:
     """No answer, for a reason of the file's or ipylsp's own (no server to name)."""
-    return FeatureResult(kind, unknown=(Unknown("", reason, detail),))
+    return FeatureResult(feature, unknown=(Unknown("", reason, detail),))
 
 
 async def _ask_one(
-    state: ServiceState, spec: ServerSpec, feature: Feature[A], q: Query, failures: list[Unknown]
+    state: ServiceState, spec: ServerSpec, feature: Feature[Any, A], q: Query[Any],
+    failures: list[Unknown],
 ) -> FeatureResult[A] | None:
     """One server's answer, or None (why is added to `failures`; not offering it is no
     failure)."""
@@ -193,5 +188,5 @@ async def _ask_one(
         if exc.reason is UnknownReason.TIMED_OUT:
             await state.pool.record_timeout(slot)
         return None
-    return FeatureResult(feature.kind, answer=answer, server_id=spec.id)
+    return FeatureResult(feature, answer=answer, server_id=spec.id)
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ipylsp.analysis.report import FormatOptions, ShownReport
 from ipylsp.lsp.jsonrpc import deadline_scope
@@ -32,7 +32,7 @@ from ipylsp.service.check.files import Checker
 from ipylsp.service.check.late_answers import LateAnswers
 from ipylsp.service.outputs.pending import PendingChannel
 from ipylsp.service.outputs.subscribers import ReportSink, Subscriber
-from ipylsp.service.queries import Feature, FeatureResult, failed, feature_of, request_feature
+from ipylsp.service.queries import Feature, FeatureResult, failed, request_feature
 from ipylsp.service.runtime import cleanup
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.state import ServiceState
@@ -393,61 +393,36 @@ class Service:
         """The background loop's thread (started if needed; starting it spawns no server)."""
         return self._background().thread_ident
 
-    @overload
-    def feature(
-        self, kind: Feature[A], path: str | os.PathLike[str], line: int = 0, column: int = 0,
-        *, timeout: float | None = None, direction: str = "incoming", new_name: str = "",
-        query: str = "",
-    ) -> FeatureResult[A]: ...
-
-    @overload
-    def feature(
-        self, kind: str, path: str | os.PathLike[str], line: int = 0, column: int = 0,
-        *, timeout: float | None = None, direction: str = "incoming", new_name: str = "",
-        query: str = "",
-    ) -> FeatureResult[Any]: ...
-
     def feature(
         self,
-        kind: str | Feature[Any],
+        feature: Feature[Any, A],
         path: str | os.PathLike[str],
         line: int = 0,
         column: int = 0,
         *,
         timeout: float | None = None,
-        direction: str = "incoming",
-        new_name: str = "",
-        query: str = "",
-    ) -> FeatureResult[Any]:
-        """A language feature (a `Feature` of `lsp/requests/`, or its kind: "hover",
-        "definition", ..., "rename", "code_actions") at a 0-based position. `direction` is
-        for calls ("incoming"/"outgoing"), `new_name` for rename, `query` for
-        workspace_symbols (where `path` only chooses the servers)."""
-        feature = feature_of(kind)
+    ) -> FeatureResult[A]:
+        """A language feature (a `Feature` of `lsp/requests/`, with its parameters:
+        `CALLS.given("outgoing")`) at a 0-based position; for a feature that takes a file or
+        a query, `path` alone."""
         if not isinstance(line, int) or not isinstance(column, int) or line < 0 or column < 0:
             raise ValueError("line and column must be non-negative integers")
         budget = self.settings.wait_budget if timeout is None else float(timeout)
         deadline = time.monotonic() + budget
-        coro = self._feature(
-            feature, self._normalize(path), line, column, deadline,
-            {"direction": direction, "new_name": new_name, "query": query},
-        )
+        coro = self._feature(feature, self._normalize(path), line, column, deadline)
         try:
             return self._background().run(coro, budget + HANDOVER_MARGIN)
         except LoopTimeout:
-            return failed(feature.kind, UnknownReason.TIMED_OUT, f"no answer within {budget:.1f} s")
+            return failed(feature, UnknownReason.TIMED_OUT, f"no answer within {budget:.1f} s")
 
     async def _feature(
-        self, feature: Feature[Any], path: Path, line: int, column: int, deadline: float,
-        options: dict[str, str],
-    ) -> FeatureResult[Any]:
+        self, feature: Feature[Any, A], path: Path, line: int, column: int, deadline: float
+    ) -> FeatureResult[A]:
         try:
-            return await request_feature(
-                self._state, feature, path, line, column, deadline, **options
-            )
+            return await request_feature(self._state, feature, path, line, column, deadline)
         except Exception as exc:  # an odd file or server answer must not reach the caller
             log.exception("%s of %s failed", feature.kind, path)
-            return failed(feature.kind, UnknownReason.FAILED, f"failed: {exc!r}")
+            return failed(feature, UnknownReason.FAILED, f"failed: {exc!r}")
 
     def error_count(self) -> int:
         """Current errors of the checked files, one per problem however many servers report

@@ -1,25 +1,22 @@
-"""lsp_rename_preview and lsp_code_actions: edits shown as unified diffs and never applied,
-so a model sees exactly what would change and writes it itself (or not)."""
+"""How rename and quick fixes read for a model (lsp_rename_preview, lsp_code_actions, made in
+`features`): edits shown as unified diffs and never applied, so a model sees exactly what
+would change and writes it itself (or not)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ipylsp.agent.errors import ToolError
-from ipylsp.agent.registry import PATH, POSITION, Arguments, tool
-from ipylsp.agent.result import ToolResult
-from ipylsp.agent.targets import target
+from ipylsp.agent.targets import Target
 from ipylsp.agent.text import fit
-from ipylsp.lsp.requests.code_actions import CODE_ACTIONS
-from ipylsp.lsp.requests.rename import RENAME
 from ipylsp.model.answers import CodeAction
 from ipylsp.model.edits import EditConflict, TextEdit, preview
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.lsp.requests import FeatureResult
 
 
 MAX_ACTIONS_SHOWN = 6
@@ -52,45 +49,27 @@ def _files(box: Toolbox, edits: Iterable[TextEdit]) -> list[str]:
     return [box.workspace.shown(p) for p in dict.fromkeys(e.path for e in edits)]
 
 
-@tool(
-    "lsp_rename_preview",
-    "What renaming the symbol at a place to `new_name` would change in every file, as a "
-    "unified diff. Nothing is written. Point at the symbol with `path` + `line` + `symbol` "
-    "(or `column`), or a `symbol` name alone.",
-    {"new_name": {"type": "string", "minLength": 1, "description": "The new name."}, **POSITION},
-    required=("new_name",),
-)
-def lsp_rename_preview(box: Toolbox, args: Arguments) -> ToolResult:
-    at = target(box, args)
-    answer = box.feature(RENAME, at.path, at.line, at.column, new_name=args["new_name"])
+def rename_diff(
+    box: Toolbox, at: Target, answer: FeatureResult[tuple[TextEdit, ...]]
+) -> tuple[str, dict[str, object]]:
+    """The rename as one unified diff of every file it changes."""
     edits = answer.answer or ()
     if not edits:
-        return ToolResult(ok=True, text="(nothing to rename here)", data={"files": [], "diff": ""})
+        return "", {"files": [], "diff": ""}
     diff = _diff(box, edits)
     files = _files(box, edits)
     head = f"renaming changes {len(edits)} places in {len(files)} files (not applied):"
-    return ToolResult(
-        ok=True,
-        text=head + "\n" + fit(diff.splitlines(), box.max_chars - len(head)),
-        data={"files": files, "edits": len(edits), "diff": diff,
-              "server": answer.server_id},
-    )
+    return head + "\n" + fit(diff.splitlines(), box.max_chars - len(head)), {
+        "files": files, "edits": len(edits), "diff": diff, "server": answer.server_id,
+    }
 
 
-@tool(
-    "lsp_code_actions",
-    "The quick fixes the language servers offer for the problems on a line (e.g. remove an "
-    "unused import, add a missing import), each with its unified diff. Nothing is applied.",
-    {"path": PATH, "line": POSITION["line"]},
-    required=("path", "line"),
-)
-def lsp_code_actions(box: Toolbox, args: Arguments) -> ToolResult:
-    path: Path = box.workspace.resolve(args["path"])
-    at = target(box, {"path": args["path"], "line": args["line"], "column": 1})
-    answer = box.feature(CODE_ACTIONS, path, at.line, 0)
+def quick_fixes(
+    box: Toolbox, at: Target, answer: FeatureResult[tuple[CodeAction, ...]]
+) -> tuple[str, dict[str, object]]:
+    """Each fix with its diff (fixes first, then ways to look away), the rest named."""
     if not answer.answer:
-        return ToolResult(ok=True, text=f"(no quick fixes for line {args['line']})",
-                          data={"actions": []})
+        return "", {"actions": []}
     blocks: list[str] = []
     data: list[dict[str, object]] = []
     actions = sorted(answer.answer, key=_silences)  # fixes first, then ways to look away
@@ -112,5 +91,6 @@ def lsp_code_actions(box: Toolbox, args: Arguments) -> ToolResult:
     if rest:
         titles = "; ".join(f"{n}. {a.title}" for n, a in enumerate(rest, len(shown) + 1))
         blocks.append(f"... {len(rest)} more: {titles}")
-    text = fit([line for block in blocks for line in block.splitlines()], box.max_chars)
-    return ToolResult(ok=True, text=text, data={"actions": data})
+    return fit([line for block in blocks for line in block.splitlines()], box.max_chars), {
+        "actions": data,
+    }

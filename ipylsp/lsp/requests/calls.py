@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.documents import uri_to_path
 from ipylsp.lsp.requests import symbols
-from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.feature import Feature, Query
 from ipylsp.lsp.requests.request import (
     MAX_ITEMS,
     At,
@@ -20,6 +19,9 @@ from ipylsp.lsp.requests.request import (
     position,
 )
 from ipylsp.model.answers import Symbol
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
 
 
 def _item_symbol(item: Any, columns: Columns, depth: int = 0) -> Symbol | None:
@@ -39,8 +41,11 @@ def _item_symbol(item: Any, columns: Columns, depth: int = 0) -> Symbol | None:
     )
 
 
+Direction = Literal["incoming", "outgoing"]
+
+
 async def calls(
-    client: LanguageClient, at: At, direction: str, texts: TextSource, timeout: float
+    client: LanguageClient, at: At, direction: Direction, texts: TextSource, timeout: float
 ) -> tuple[Symbol, ...]:
     """Who calls the function at `at` ("incoming") or what it calls ("outgoing"): the
     prepared item itself first (depth 0), then each caller or callee (depth 1)."""
@@ -82,11 +87,13 @@ async def calls(
     return tuple(found)
 
 
-async def _ask(client: LanguageClient, q: Query) -> tuple[Symbol, ...]:
-    return await calls(client, q.at, q.direction, q.texts, q.timeout)
+async def _ask(client: LanguageClient, q: Query[Direction]) -> tuple[Symbol, ...]:
+    return await calls(client, q.at, q.params, q.texts, q.timeout)
 
 
-CALLS = register(Feature(
-    "calls", "callHierarchyProvider", _ask, symbols.render, "(no calls)",
-    "Who calls the function at a place (incoming) or what it calls (outgoing).",
-))
+CALLS: Feature[Direction, tuple[Symbol, ...]] = Feature(
+    "calls", "callHierarchyProvider", _ask, symbols.render, "(no function to follow here)",
+    "Who calls the function at a place (`incoming`), or what it calls (`outgoing`).",
+    params="incoming",
+)
+"""Its parameter: the `Direction` (`CALLS.given("outgoing")`)."""

@@ -14,17 +14,20 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.documents import path_to_uri
-from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.errors import ClientError
+from ipylsp.lsp.requests.feature import Feature, Query
 from ipylsp.lsp.requests.request import At, Columns, TextSource, document
 from ipylsp.lsp.requests.workspace_edit import text_edits
 from ipylsp.model.answers import CodeAction
 from ipylsp.model.diagnostics import UnknownReason
 from ipylsp.model.positions import LineIndex
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +165,7 @@ def _actions(
     return out
 
 
-async def _ask(client: LanguageClient, q: Query) -> tuple[CodeAction, ...]:
+async def _ask(client: LanguageClient, q: Query[None]) -> tuple[CodeAction, ...]:
     at = q.at
     return await code_actions(
         client, at.path, at.text, q.language_id, at.line, q.texts, q.deadline
@@ -173,8 +176,8 @@ def _render(actions: tuple[CodeAction, ...], root: Path | None) -> list[str]:
     return [f"{a.title} [{a.server_id}]" for a in actions]
 
 
-CODE_ACTIONS = register(Feature(
-    "code_actions", "codeActionProvider", _ask, _render, "(no quick fixes)",
+CODE_ACTIONS = Feature(
+    "code_actions", "codeActionProvider", _ask, _render, "(no quick fixes on this line)",
     "The quick fixes every server offers for the problems on a line (never applied).",
-    takes="line", merged=True,
-))
+    params=None, takes="line", merged=True,
+)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import LanguageClient
-from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.feature import Feature, Query
 from ipylsp.lsp.requests.request import MAX_ITEMS, At, ask, document, position
 from ipylsp.model.answers import Completion
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
 
 
 async def completions(
@@ -24,7 +27,7 @@ async def completions(
     )
 
 
-async def _ask(client: LanguageClient, q: Query) -> tuple[Completion, ...]:
+async def _ask(client: LanguageClient, q: Query[None]) -> tuple[Completion, ...]:
     return await completions(client, q.at, q.timeout)
 
 
@@ -32,7 +35,7 @@ def _render(found: tuple[Completion, ...], root: Path | None) -> list[str]:
     return [item.label for item in found]
 
 
-COMPLETIONS = register(Feature(
-    "completions", "completionProvider", _ask, _render, "(no completions)",
-    "What may be written at a place: names, members, keywords.", magic="completions",
-))
+COMPLETIONS = Feature(
+    "completions", "completionProvider", _ask, _render, "(no completions here)",
+    "What may be written at a place: names, members, keywords.", params=None,
+)

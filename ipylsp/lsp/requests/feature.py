@@ -1,12 +1,12 @@
-"""A feature request as a value: what it asks, of which capability, how its answer reads, and
-where the surfaces offer it, registered once.
+"""A feature request as a value: what it asks, of which capability, with which parameters,
+and how its answer reads.
 
-A `Feature` is declared by its request module (`hover`, `locations`, `symbols`, ...) and put
-in `FEATURES` when that module is imported (`lsp/requests/__init__.py` imports them all). The
-service asks it of the first server of a file that offers `capability` (every such server
-when `merged`); the surfaces read `FEATURES` for what they do not answer by hand: a `%lsp`
-magic, a function of the Python API, an agent tool. A `FeatureResult` is what one request
-produced: the answer, or why there is none (`UnknownReason`, the one vocabulary).
+A `Feature` is declared by its request module (`hover`, `locations`, `symbols`, ...); it knows
+nothing of the store or of the surfaces. The service asks it of the first server of a file
+that offers `capability` (every such server when `merged`) and stands the store in for some
+(`service/queries.py`, by kind); each surface offers the features its own table names: the
+`%lsp` magics, the Python API's functions, the agent tools. A `FeatureResult` is what one
+request produced: the answer, or the `Unknown`s saying why there is none.
 """
 
 from __future__ import annotations
@@ -15,25 +15,24 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.requests.request import At, TextSource
 from ipylsp.model.diagnostics import Cached, Unknown, UnknownReason
 
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
+
 A = TypeVar("A")
+P = TypeVar("P")
 
 Takes = Literal["position", "file", "line", "query"]
 """What a surface must give: a place (path, line, column), a file, a file's line (code
 actions), or a query string (workspace symbols, whose path only chooses the servers)."""
 
-Fallback = Literal["outline", "names", "definition"]
-"""What the store answers when no server can: a file's outline, symbols by name prefix, the
-places of the name at the position."""
-
 
 @dataclass(frozen=True, slots=True)
-class Query:
+class Query(Generic[P]):
     """One feature request for one server: where, with what, and until when."""
 
     at: At
@@ -41,9 +40,8 @@ class Query:
     deadline: float
     texts: TextSource
     """The text of a file an answer points into, for its columns."""
-    direction: str = "incoming"
-    new_name: str = ""
-    query: str = ""
+    params: P
+    """The feature's own parameters (`Feature.params`)."""
 
     @property
     def timeout(self) -> float:
@@ -51,47 +49,34 @@ class Query:
 
 
 @dataclass(frozen=True, slots=True)
-class Feature(Generic[A]):
+class Feature(Generic[P, A]):
     """One feature: `ask` sends its request to a client; `render` gives the answer's lines as
-    people and agents read them (1-based positions, paths relative to the root), `empty` the
-    line when there is nothing."""
+    people and agents read them (1-based positions, paths relative to the root), `empty` what
+    every surface says when there is nothing."""
 
     kind: str
     capability: str
-    ask: Callable[[LanguageClient, Query], Awaitable[A]]
+    ask: Callable[[LanguageClient, Query[P]], Awaitable[A]]
     render: Callable[[A, Path | None], list[str]]
     empty: str
     about: str
-    """One sentence for help texts and tool descriptions."""
+    """One sentence for help texts, docstrings and tool descriptions."""
+    params: P
+    """What the request sends beside the place (calls' direction, rename's new name, a symbol
+    search's query; None for most): the declared default, another one `given`."""
     takes: Takes = "position"
     merged: bool = False
     """Answered by every server that offers it, not the first (each linter has its own quick
     fixes)."""
-    fallback: Fallback | None = None
-    magic: str | None = None
-    """`%lsp <magic> PATH:LINE:COL`, answered from this value (None: no magic of its own, or
-    one written by hand)."""
-    api: str | None = None
-    """`ipylsp.<api>(path, line, column)`, likewise."""
-    tool: str | None = None
-    """The agent tool answering it, likewise."""
+
+    def given(self, params: P) -> Feature[P, A]:
+        """This feature asked with `params`."""
+        return replace(self, params=params)
 
 
 def text_lines(text: str, root: Path | None) -> list[str]:
     """The rendering of an answer that is text already (hover, signature help)."""
     return [text] if text else []
-
-
-FEATURES: dict[str, Feature[Any]] = {}
-"""Every feature by kind, in the order the request modules register them."""
-
-
-def register(feature: Feature[A]) -> Feature[A]:
-    """Put `feature` in `FEATURES` (once per kind)."""
-    if feature.kind in FEATURES:
-        raise ValueError(f"feature {feature.kind!r} is registered twice")
-    FEATURES[feature.kind] = feature
-    return feature
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +85,7 @@ class FeatureResult(Generic[A]):
     none (the one "why no answer" of checks and queries, mapped to agent codes and HTTP
     statuses only at those surfaces)."""
 
-    kind: str
+    feature: Feature[Any, A]
     answer: A | None = None
     server_id: str | None = None
     unknown: tuple[Unknown, ...] = ()
@@ -109,6 +94,10 @@ class FeatureResult(Generic[A]):
     the store's."""
     cached: Cached | None = None
     """Not a live answer: what the store kept from servers' earlier answers."""
+
+    @property
+    def kind(self) -> str:
+        return self.feature.kind
 
     @property
     def reason(self) -> UnknownReason | None:
@@ -133,7 +122,7 @@ class FeatureResult(Generic[A]):
         if self.cached is not None:
             live = replace(self, cached=None, unknown=()).format(root)
             return f"{live}\n{self.cached_note()}"
-        feature = FEATURES[self.kind]
+        feature = self.feature
         lines = feature.render(self.answer, root) if self.answer is not None else []
         return "\n".join(lines) or feature.empty
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import LanguageClient
-from ipylsp.lsp.requests.feature import Feature, Query, register, text_lines
+from ipylsp.lsp.requests.feature import Feature, Query, text_lines
 from ipylsp.lsp.requests.request import At, ask, document, position
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
 
 
 async def hover(client: LanguageClient, at: At, timeout: float) -> str:
@@ -21,11 +25,11 @@ async def hover(client: LanguageClient, at: At, timeout: float) -> str:
     return "\n".join(t.strip() for t in texts if isinstance(t, str) and t.strip())
 
 
-async def _ask(client: LanguageClient, q: Query) -> str:
+async def _ask(client: LanguageClient, q: Query[None]) -> str:
     return await hover(client, q.at, q.timeout)
 
 
-HOVER = register(Feature(
-    "hover", "hoverProvider", _ask, text_lines, "(no hover information)",
-    "The type and documentation of the symbol at a place.", magic="hover",
-))
+HOVER = Feature(
+    "hover", "hoverProvider", _ask, text_lines, "(no hover information here)",
+    "The type and documentation of the symbol at a place.", params=None,
+)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.documents import uri_to_path
-from ipylsp.lsp.requests.feature import Fallback, Feature, Query, register
+from ipylsp.lsp.requests.feature import Feature, Query
 from ipylsp.lsp.requests.request import (
     MAX_ITEMS,
     At,
@@ -22,6 +21,9 @@ from ipylsp.lsp.requests.request import (
 )
 from ipylsp.model.answers import Location
 from ipylsp.model.diagnostics import display_path
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
 
 
 def _locations(items: Any, columns: Columns) -> tuple[Location, ...]:
@@ -40,7 +42,7 @@ def _locations(items: Any, columns: Columns) -> tuple[Location, ...]:
     return tuple(found)
 
 
-Locate = Callable[[LanguageClient, At, TextSource, float], Awaitable[tuple[Location, ...]]]
+Locate = Callable[["LanguageClient", At, TextSource, float], Awaitable[tuple[Location, ...]]]
 
 
 def _locate(method: str, params_type: str, response: str, **extra: Any) -> Locate:
@@ -80,23 +82,21 @@ def render(locations: tuple[Location, ...], root: Path | None) -> list[str]:
 
 
 def _feature(
-    kind: str, capability: str, locate: Locate, about: str, *,
-    fallback: Fallback | None = None, magic: str | None = None,
-) -> Feature[tuple[Location, ...]]:
-    async def ask_places(client: LanguageClient, q: Query) -> tuple[Location, ...]:
+    kind: str, capability: str, locate: Locate, about: str
+) -> Feature[None, tuple[Location, ...]]:
+    async def ask_places(client: LanguageClient, q: Query[None]) -> tuple[Location, ...]:
         return await locate(client, q.at, q.texts, q.timeout)
 
-    return register(Feature(kind, capability, ask_places, render, f"(no {kind})", about,
-                            fallback=fallback, magic=magic))
+    nothing = f"(no {kind.replace('_', ' ')} found)"
+    return Feature(kind, capability, ask_places, render, nothing, about, params=None)
 
 
 DEFINITION = _feature("definition", "definitionProvider", definition,
-                      "Where the symbol at a place is defined.", fallback="definition",
-                      magic="definition")
+                      "Where the symbol at a place is defined.")
 TYPE_DEFINITION = _feature("type_definition", "typeDefinitionProvider", type_definition,
                            "Where the type of the symbol at a place is defined.")
 IMPLEMENTATION = _feature("implementation", "implementationProvider", implementation,
-                          "The implementations of the symbol at a place.")
+                          "The implementations of the interface, abstract method or protocol "
+                          "at a place.")
 REFERENCES = _feature("references", "referencesProvider", references,
-                      "Every place the symbol at a place is used, its definition included.",
-                      magic="references")
+                      "Every reference to the symbol at a place, its definition included.")

@@ -4,14 +4,17 @@ points, never applied (`model.edits` shows it as a diff)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import LanguageClient
-from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.feature import Feature, Query
 from ipylsp.lsp.requests.request import At, Columns, TextSource, ask, document, position
 from ipylsp.lsp.requests.workspace_edit import text_edits
 from ipylsp.model.diagnostics import display_path
 from ipylsp.model.edits import TextEdit
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
 
 
 async def rename(
@@ -26,8 +29,8 @@ async def rename(
     return text_edits(answer, Columns(client.encoding, texts, at))
 
 
-async def _ask(client: LanguageClient, q: Query) -> tuple[TextEdit, ...]:
-    return await rename(client, q.at, q.new_name, q.texts, q.timeout)
+async def _ask(client: LanguageClient, q: Query[str]) -> tuple[TextEdit, ...]:
+    return await rename(client, q.at, q.params, q.texts, q.timeout)
 
 
 def _render(edits: tuple[TextEdit, ...], root: Path | None) -> list[str]:
@@ -38,7 +41,8 @@ def _render(edits: tuple[TextEdit, ...], root: Path | None) -> list[str]:
     ]
 
 
-RENAME = register(Feature(
-    "rename", "renameProvider", _ask, _render, "(nothing to rename)",
-    "What renaming the symbol at a place would change, as edits (never applied).",
-))
+RENAME = Feature(
+    "rename", "renameProvider", _ask, _render, "(nothing to rename here)",
+    "What renaming the symbol at a place would change, as edits (never applied).", params="",
+)
+"""Its parameter: the new name (`RENAME.given("Box")`)."""

@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.documents import path_to_uri
 from ipylsp.model.positions import Encoding, LineIndex
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
 
 MAX_ITEMS = 100
 """Most items kept of one answer (places, symbols, completions)."""

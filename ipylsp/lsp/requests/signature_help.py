@@ -3,11 +3,15 @@ written, as plain text (the signature, the active parameter, the documentation).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import LanguageClient
-from ipylsp.lsp.requests.feature import Feature, Query, register, text_lines
+from ipylsp.lsp.requests.feature import Feature, Query, text_lines
 from ipylsp.lsp.requests.request import At, ask, document, position
 from ipylsp.model.positions import wire_to_column
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
 
 
 async def signature_help(client: LanguageClient, at: At, timeout: float) -> str:
@@ -41,12 +45,11 @@ async def signature_help(client: LanguageClient, at: At, timeout: float) -> str:
     return "\n".join(lines)
 
 
-async def _ask(client: LanguageClient, q: Query) -> str:
+async def _ask(client: LanguageClient, q: Query[None]) -> str:
     return await signature_help(client, q.at, q.timeout)
 
 
-SIGNATURE_HELP = register(Feature(
+SIGNATURE_HELP = Feature(
     "signature_help", "signatureHelpProvider", _ask, text_lines, "(no signature here)",
-    "The signature of the call at a place, with the parameter being written.",
-    magic="signature", api="signature_help", tool="lsp_signature_help",
-))
+    "The signature of the call at a place, with the parameter being written.", params=None,
+)

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import LanguageClient
 from ipylsp.lsp.documents import uri_to_path
-from ipylsp.lsp.requests.feature import Feature, Query, register
+from ipylsp.lsp.requests.feature import Feature, Query
 from ipylsp.lsp.requests.request import MAX_ITEMS, Columns, TextSource, ask, document
 from ipylsp.model.answers import Symbol
 from ipylsp.model.diagnostics import display_path
 from ipylsp.model.positions import Encoding, LineIndex
+
+if TYPE_CHECKING:
+    from ipylsp.lsp.client import LanguageClient
 
 
 async def document_symbols(
@@ -98,21 +100,23 @@ def render(symbols: tuple[Symbol, ...], root: Path | None) -> list[str]:
     ]
 
 
-async def _outline_of(client: LanguageClient, q: Query) -> tuple[Symbol, ...]:
+async def _outline_of(client: LanguageClient, q: Query[None]) -> tuple[Symbol, ...]:
     return await document_symbols(client, q.at.path, q.at.text, q.timeout)
 
 
-async def _named(client: LanguageClient, q: Query) -> tuple[Symbol, ...]:
-    return await workspace_symbols(client, q.query, q.texts, q.timeout)
+async def _named(client: LanguageClient, q: Query[str]) -> tuple[Symbol, ...]:
+    return await workspace_symbols(client, q.params, q.texts, q.timeout)
 
 
-SYMBOLS = register(Feature(
+SYMBOLS = Feature(
     "symbols", "documentSymbolProvider", _outline_of, render, "(no symbols)",
     "A file's outline: its classes, functions and variables, nested.",
-    takes="file", fallback="outline", magic="symbols",
-))
-WORKSPACE_SYMBOLS = register(Feature(
-    "workspace_symbols", "workspaceSymbolProvider", _named, render, "(no workspace_symbols)",
+    params=None, takes="file",
+)
+WORKSPACE_SYMBOLS = Feature(
+    "workspace_symbols", "workspaceSymbolProvider", _named, render, "(no symbols)",
     "Symbols whose name matches a query, anywhere in the workspace.",
-    takes="query", fallback="names",
-))
+    params="", takes="query",
+)
+"""Its parameter: the query (`WORKSPACE_SYMBOLS.given("area")`); the path only chooses the
+servers."""
