@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 NOT_CODE = frozenset({
     "run/", "build/",  # <data_dir>/run/, a C project's build/ (compile_commands.json)
+    "dist/",  # a project's directory that ruff and ty skip (servers/exclusions.py)
     "gen_2.py", "gen_10.py",  # file names in an example of natural sorting
     "ipylsp_config.py", "ipython_config.py", "jupyter_server_config.py",  # the user's config
     "summary.errors", "summary.warnings",  # fields of the report's JSON

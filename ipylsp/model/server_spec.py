@@ -64,7 +64,9 @@ class ServerSpec:
     plain: Mapping[str, Any] = field(default_factory=dict)
     """Merged into `initialization_options` and `settings` (keys "init" and "settings") when
     the root is a plain directory, in no project (a notebook in the home directory): the
-    server discovers no files of its own there and checks only the files it is given."""
+    server discovers no files of its own there and checks only the files it is given. With
+    `"root": "directory"`, below that directory it is rooted at each file's own directory
+    (`Resolver.server_root`): its bound there hides even the files it is given (ty)."""
     env: Mapping[str, str] = field(default_factory=dict)
     activation: Activation = "default"
     description: str = ""
