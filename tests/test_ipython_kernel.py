@@ -318,7 +318,10 @@ WRITE_CELLS: list[tuple[str, str, list[str]]] = [
     ("clean write", "Path('clean.py').write_text('x: int = 1\\n');", []),
     ("temporary file", f"Path('scratch.py').write_text({BAD!r})\nos.remove('scratch.py')", []),
     ("node_modules skipped", "Path('node_modules/pkg').mkdir(parents=True)\n"
-     f"Path('node_modules/pkg/mod.py').write_text({BAD!r});", []),
+     f"Path('node_modules/pkg/mod.py').write_text({BAD!r});",
+     ["not checked: node_modules/pkg/mod.py, below a directory ipylsp does not watch (build "
+      "output, dependencies, caches, environments); `%lsp check node_modules/pkg/mod.py` "
+      "checks it"]),
     ("binary skipped", "Path('blob.py').write_bytes(b'\\x00\\x01x: int = 2');", []),
     ("fixing write", "Path('fix_me.py').write_text('a: int = 1\\nb: str = \"t\"\\n');",
      ["fixed 2 errors in fix_me.py"]),

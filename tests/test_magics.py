@@ -702,3 +702,39 @@ def test_a_query_on_a_file_the_check_does_not_read_says_the_checks_sentence(
             assert repr(ipylsp.symbols(sub / name)) == f"symbols: {why}"
     finally:
         assert shell.run_cell("%config IPyLSP.max_file_mb = 8", store_history=False).success
+
+
+@pytest.mark.real
+def test_a_write_below_a_directory_the_watcher_skips_is_said_once(
+    shell: InteractiveShell, workspace: Path
+) -> None:
+    """A cell writing `dist/app.py` (build output, dependencies, caches, environments are not
+    watched) printed nothing, which reads as a clean write: it says once per directory that
+    the file was not checked, and how to check it; `%lsp check` then says what each server
+    does with it."""
+    ws = workspace / "ws"
+    note = ("not checked: dist/app.py, below a directory ipylsp does not watch (build output, "
+            "dependencies, caches, environments); `%lsp check dist/app.py` checks it")
+    with capture_output() as captured:
+        result = shell.run_cell(
+            "import os\nos.makedirs('dist', exist_ok=True)\n"
+            "open('dist/app.py', 'w').write('x: int = \"a\"\\n')", store_history=False)
+    assert result.success
+    assert [o.data["text/plain"] for o in captured.outputs] == [note]
+    with capture_output() as captured:  # the same directory: said once
+        assert shell.run_cell("open('dist/other.py', 'w').write('y = 1\\n')",
+                              store_history=False).success
+    assert captured.outputs == []
+    assert (ws / "dist" / "app.py").exists()
+    assert lsp(shell, "check dist/app.py").text.splitlines() == [
+        '<diagnostics file="dist/app.py">',
+        "UNKNOWN [ty] excluded (ty does not check files under dist/ (its default "
+        "`src.exclude`)): results for this file are incomplete; add \"!**/dist/\" to "
+        "`src.exclude` ([tool.ty.src] in pyproject.toml, or [src] in ty.toml) to have ty check "
+        "them",
+        "UNKNOWN [ruff] excluded (ruff does not check files under dist/ (its default "
+        "`exclude`)): results for this file are incomplete; ruff checks them once `exclude` "
+        "([tool.ruff] in pyproject.toml, or ruff.toml) lists its defaults without \"dist\" "
+        "(`ruff check --show-settings` prints them)",
+        "</diagnostics>",
+    ]

@@ -189,6 +189,9 @@ class CellRecorder:
         self.lock = threading.Lock()
         self.records: dict[str, Record] = {}
         self.ignored: set[str] = set()
+        self.skipped: set[str] = set()
+        """Paths the cell wrote below a skipped directory (`SKIP_DIRS`, a venv): not
+        checked, which the extension says once per directory."""
         self.spawned = False
         self.closed = False
         self.notes: list[str] = []
@@ -291,7 +294,11 @@ class CellRecorder:
     def admitted(self, path: str) -> bool:
         if path in self.ignored:
             return False
-        if self.rules.skipped(path) or not self.accepts(path):
+        if self.rules.skipped(path):
+            self.skipped.add(path)
+            self.ignored.add(path)
+            return False
+        if not self.accepts(path):
             self.ignored.add(path)
             return False
         return True

@@ -125,6 +125,26 @@ class CellChecks:
             )
         return tuple(notes)
 
+    def _skipped(self) -> tuple[str, ...]:
+        """A note, once per directory, for the source files the cell wrote below a directory
+        the write watcher skips (build output, dependencies, caches, environments: `SKIP_DIRS`):
+        not checked, and how to check one."""
+        skipped = [Path(p) for p in self.watcher.skipped
+                   if languages.language_id_for_name(Path(p).name) in self._languages]
+        fresh = sorted({p.parent for p in skipped} - self._told)
+        self._told.update(fresh)
+        cwd = Path(os.getcwd())
+        notes = []
+        for directory in fresh:
+            files = sorted(p for p in skipped if p.parent == directory)
+            shown = [str(p.relative_to(cwd)) if p.is_relative_to(cwd) else str(p) for p in files]
+            names = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+            notes.append(
+                f"not checked: {names}, below a directory ipylsp does not watch (build output, "
+                f"dependencies, caches, environments); `%lsp check {shown[0]}` checks it"
+            )
+        return tuple(notes)
+
     # -- events -------------------------------------------------------------------------------
 
     def pre_run_cell(self, info: Any = None) -> None:
@@ -154,7 +174,7 @@ class CellChecks:
             writes = self.watcher.end_cell()
             self.last_writes = writes
             cell = ran_cell(result) if self.settings.check_cells else None
-            notes = self.watcher.notes + self._not_checked()
+            notes = self.watcher.notes + self._not_checked() + self._skipped()
             if (writes or cell is not None or notes) and self.settings.enabled:
                 self.report(writes, notes, cell)
         except Exception:

@@ -146,6 +146,8 @@ class WriteWatcher:
         self.max_watch_dirs = max_watch_dirs
         self.ignored_threads: set[int] = set()
         self.notes: tuple[str, ...] = ()
+        self.skipped: tuple[str, ...] = ()
+        """The last cell's own writes below a skipped directory (never checked), sorted."""
         self.tracker: ChildTracker | None = None
         self._child_off: str | None = None  # why children are not tracked
         self._failed_roots: tuple[str, ...] | None = None  # roots a tracker gave up on
@@ -216,6 +218,7 @@ class WriteWatcher:
                 cell.notes.append(note)
         writes = self._merge(cell, child)
         self.notes = tuple(cell.notes)
+        self.skipped = tuple(sorted(cell.skipped))
         return writes
 
     def prepare(self) -> str | None:
