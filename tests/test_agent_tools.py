@@ -20,6 +20,8 @@ from ipylsp.agent.tools.features import QUERIES
 from ipylsp.model.diagnostics import Report
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 from ipylsp.model.settings import MB, Settings
+from ipylsp.service import queries
+from ipylsp.service.runtime.loop import BackgroundLoop
 from ipylsp.service.service import Service
 from tests.conftest import fake_command
 from tests.real_servers import DATA_DIR, require, write
@@ -633,6 +635,39 @@ def test_symbol_alone_is_found_across_the_workspace(box: Toolbox) -> None:
     assert result.data["at"] == {"path": "shapes.py", "line": 6, "column": 7}
     narrowed = box.call("lsp_hover", {"symbol": "Square.area"})
     assert narrowed.data["at"] == {"path": "shapes.py", "line": 7, "column": 9}
+
+
+@pytest.mark.real
+def test_a_call_by_symbol_is_one_loop_trip(
+    box: Toolbox, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29, item 7: a call by symbol is placed (the file's outline, or a workspace symbol
+    search) and asked in one coroutine on the service's loop, under one deadline, each file
+    read once. It was two trips, each with a budget of its own, and three reads of the file."""
+    trips: list[object] = []
+    reads: list[Path] = []
+    run, read_text = BackgroundLoop.run, queries.read_text
+
+    def counted_run(loop: BackgroundLoop, coro: Any, *args: Any, **kwargs: Any) -> Any:
+        trips.append(coro)
+        return run(loop, coro, *args, **kwargs)
+
+    def counted_read(path: Path, limit: int | None) -> str | None:
+        reads.append(path)
+        return read_text(path, limit)
+
+    monkeypatch.setattr(BackgroundLoop, "run", counted_run)
+    monkeypatch.setattr(queries, "read_text", counted_read)
+    in_file = box.call("lsp_hover", {"path": "shapes.py", "symbol": "Square.area"})
+    assert ok(in_file) == "def area(self) -> float"
+    assert len(trips) == 1
+    assert reads.count(root / "shapes.py") == 1 and len(reads) == len(set(reads))
+    trips.clear()
+    reads.clear()
+    anywhere = box.call("lsp_definition", {"symbol": "Square"})
+    assert ok(anywhere) == "shapes.py:6:7: class Square(Shape):"
+    assert len(trips) == 1
+    assert reads.count(root / "shapes.py") == 1 and len(reads) == len(set(reads))
 
 
 @pytest.mark.real

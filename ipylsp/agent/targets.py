@@ -23,6 +23,7 @@ from ipylsp.model.answers import Symbol
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.service import Trip
 
 MAX_CHOICES = 10
 """Places listed for an ambiguous symbol."""
@@ -45,8 +46,9 @@ class Target:
     """0-based, in code points."""
 
 
-def target(box: Toolbox, args: Arguments) -> Target:
-    """The 0-based place the arguments point at (`ToolError` when they do not)."""
+async def target(box: Toolbox, trip: Trip, args: Arguments) -> Target:
+    """The 0-based place the arguments point at (`ToolError` when they do not), found in
+    `trip`: a name's place is asked of the servers there, on the loop."""
     path_arg = args.get("path")
     line = args.get("line")
     symbol = args.get("symbol")
@@ -58,15 +60,15 @@ def target(box: Toolbox, args: Arguments) -> Target:
             )
         if line is not None or args.get("column") is not None:
             raise ToolError("missing_argument", "`line` and `column` need the file's `path`")
-        return _in_workspace(box, symbol)
+        return await _in_workspace(box, trip, symbol)
     path = box.workspace.resolve(path_arg)
-    text = box.read(path)
+    text = box.read(path, trip)
     if line is None:
         if symbol is None:
             raise ToolError(
                 "missing_argument", "give `line` with `symbol` (or `column`), or a `symbol` name"
             )
-        return _in_outline(box, path, text, symbol)
+        return await _in_outline(box, trip, path, text, symbol)
     spot = positions.resolve(
         text, line, column=args.get("column"), symbol=symbol,
         occurrence=args.get("occurrence", 1),
@@ -114,30 +116,30 @@ def _chosen(box: Toolbox, found: list[Symbol], wanted: str, where: str, default:
     )
 
 
-def _in_outline(box: Toolbox, path: Path, text: str, wanted: str) -> Target:
-    outline = (box.feature(SYMBOLS, path).answer or ())
+async def _in_outline(box: Toolbox, trip: Trip, path: Path, text: str, wanted: str) -> Target:
+    outline = (await box.ask(trip, SYMBOLS, path)).answer or ()
     shown = box.workspace.shown(path)
     chosen = _chosen(box, _matches(outline, wanted), wanted, f"in {shown}", path)
     return Target(path, text, chosen.line, chosen.column)
 
 
-def _in_workspace(box: Toolbox, wanted: str) -> Target:
+async def _in_workspace(box: Toolbox, trip: Trip, wanted: str) -> Target:
     name = wanted.rpartition(".")[2]
     found: dict[tuple[Path, int, int], Symbol] = {}
     errors: list[ToolError] = []
-    samples = one_file_per_language(box)
+    samples = one_file_per_language(box, trip)
     for sample in samples:
         try:
-            answer = box.feature(WORKSPACE_SYMBOLS.given(name), sample)
+            answer = await box.ask(trip, WORKSPACE_SYMBOLS.given(name), sample)
         except ToolError as error:
             errors.append(error)
             continue
         for symbol in _matches((answer.answer or ()), wanted):
             if symbol.path is not None:
-                column = _on_name(box.read(symbol.path), symbol)
+                column = _on_name(box.read(symbol.path, trip), symbol)
                 found.setdefault((symbol.path, symbol.line, column),
                                  dataclasses.replace(symbol, column=column))
-        for symbol in _in_outlines(box, (answer.answer or ()), wanted):
+        for symbol in await _in_outlines(box, trip, answer.answer or (), wanted):
             assert symbol.path is not None
             found.setdefault((symbol.path, symbol.line, symbol.column), symbol)
     if not found and errors and len(errors) == len(samples):  # no search answered at all
@@ -145,7 +147,7 @@ def _in_workspace(box: Toolbox, wanted: str) -> Target:
     inside = [s for s in found.values() if s.path and box.workspace.contains(s.path)]
     chosen = _chosen(box, inside or list(found.values()), wanted, "in the workspace", None)
     assert chosen.path is not None
-    return Target(chosen.path, box.read(chosen.path), chosen.line, chosen.column)
+    return Target(chosen.path, box.read(chosen.path, trip), chosen.line, chosen.column)
 
 
 def _on_name(text: str, symbol: Symbol) -> int:
@@ -160,7 +162,9 @@ def _on_name(text: str, symbol: Symbol) -> int:
     return found[0] if found else symbol.column
 
 
-def _in_outlines(box: Toolbox, symbols: Sequence[Symbol], wanted: str) -> list[Symbol]:
+async def _in_outlines(
+    box: Toolbox, trip: Trip, symbols: Sequence[Symbol], wanted: str
+) -> list[Symbol]:
     """`Outer.name` among workspace symbols that carry no container (ty's): looked up in the
     outline of each file that defines a `name`."""
     owner, _, name = wanted.rpartition(".")
@@ -172,18 +176,18 @@ def _in_outlines(box: Toolbox, symbols: Sequence[Symbol], wanted: str) -> list[S
     found = []
     for path in paths:
         assert path is not None
-        for symbol in _matches((box.feature(SYMBOLS, path).answer or ()), wanted):
+        for symbol in _matches((await box.ask(trip, SYMBOLS, path)).answer or (), wanted):
             found.append(dataclasses.replace(symbol, path=path))
     return found
 
 
-def one_file_per_language(box: Toolbox) -> list[Path]:
+def one_file_per_language(box: Toolbox, trip: Trip) -> list[Path]:
     """A file of each language in the workspace, to choose the servers a workspace-wide
     symbol search asks: files ipylsp has checked first, then a bounded walk of the root."""
     from ipylsp.servers import languages
 
     chosen: dict[str, Path] = {}
-    for path in _candidates(box):
+    for path in _candidates(box, trip):
         language = languages.language_id_for_name(path.name)
         if language is not None and language not in chosen and language not in _DATA_LANGUAGES:
             chosen[language] = path
@@ -195,10 +199,10 @@ def one_file_per_language(box: Toolbox) -> list[Path]:
     return list(chosen.values())
 
 
-def _candidates(box: Toolbox) -> Iterator[Path]:
-    for file in box.service.diagnostics().files:
-        if box.workspace.contains(file.path) and file.path.is_file():
-            yield file.path
+def _candidates(box: Toolbox, trip: Trip) -> Iterator[Path]:
+    for path in trip.checked():
+        if box.workspace.contains(path) and path.is_file():
+            yield path
     seen = 0
     for directory, dirs, files in os.walk(box.workspace.root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)

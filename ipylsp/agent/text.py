@@ -8,7 +8,7 @@ the tools take, so a model can pass an answer's position straight back.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ipylsp.agent.workspace import Workspace
@@ -24,9 +24,14 @@ _FENCE = re.compile(r"^\s*(```|~~~)[\w+-]*\s*$")
 class SourceLines:
     """Lines of the files an answer points into, each file read once."""
 
-    def __init__(self, max_bytes: int | None = MAX_FILE_BYTES) -> None:
-        """`max_bytes`: `Settings.max_file_bytes` (a larger file shows no lines)."""
-        self._files: dict[Path, list[str] | None] = {}
+    def __init__(
+        self, max_bytes: int | None = MAX_FILE_BYTES, known: Mapping[Path, str] | None = None
+    ) -> None:
+        """`max_bytes`: `Settings.max_file_bytes` (a larger file shows no lines); `known`:
+        texts already read (the queried file's), not read again."""
+        self._files: dict[Path, list[str] | None] = {
+            path: text.splitlines() for path, text in (known or {}).items()
+        }
         self._max_bytes = max_bytes
 
     def line(self, path: Path, line: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,9 +19,10 @@ from ipylsp.service import FileRefused, read_text
 
 if TYPE_CHECKING:
     from ipylsp.lsp.requests import Feature, FeatureResult
-    from ipylsp.service import Service
+    from ipylsp.service import Service, Trip
 
 A = TypeVar("A")
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -102,32 +104,49 @@ class Toolbox:
 
     # -- helpers for the tools -----------------------------------------------------------------
 
-    def feature(
-        self, feature: Feature[Any, A], path: Path, line: int = 0, column: int = 0
+    def trip(self, plan: Callable[[Trip], Coroutine[Any, Any, T]]) -> T:
+        """`Service.trip`: a tool's place found and its features asked in one coroutine on
+        the service's loop, under one deadline, each file read once; a timeout is the
+        `timeout` error."""
+        try:
+            return self.service.trip(plan)
+        except TimeoutError as late:
+            raise _error(UnknownReason.TIMED_OUT, str(late)) from None
+
+    async def ask(
+        self, trip: Trip, feature: Feature[Any, A], path: Path, line: int = 0, column: int = 0
     ) -> FeatureResult[A]:
-        """`Service.feature`, its failure raised as the matching `ToolError`."""
-        result = self.service.feature(feature, path, line, column)
+        """`Trip.feature`, its failure raised as the matching `ToolError`."""
+        result = await trip.feature(feature, path, line, column)
         if result.reason is None:
             return result
-        code = ERROR_CODES.get(result.reason, "lsp_error")
         detail = result.error.strip() or f"{feature.kind} failed"
-        step = result.unknown[0].hint or _NEXT_STEP.get(code, "")
-        if result.reason is UnknownReason.NO_PROVIDER:
-            step = "no server for this file offers it; lsp_status lists the installed servers"
-        raise ToolError(code, f"{detail}; {step}" if step else detail)
+        raise _error(result.reason, detail, result.unknown[0].hint)
 
-    def read(self, path: Path) -> str:
+    def read(self, path: Path, trip: Trip | None = None) -> str:
         """A file's text as the servers see it (undecodable bytes replaced), read as the check
-        reads it: `invalid_argument` for what it does not read (a FIFO, a file over
-        `max_file_mb`), in the check's words."""
+        reads it (once per `trip`): `invalid_argument` for what it does not read (a FIFO, a
+        file over `max_file_mb`), in the check's words."""
         shown = self.workspace.shown(path)
         try:
-            text = read_text(path, self.service.settings.max_file_bytes)
+            if trip is not None:
+                text = trip.read(path)
+            else:
+                text = read_text(path, self.service.settings.max_file_bytes)
         except FileRefused as refused:
             raise ToolError("invalid_argument", refused.about(shown)) from None
         if text is None:
             raise ToolError("file_not_found", f"{shown} does not exist")
         return text
+
+
+def _error(reason: UnknownReason, detail: str, hint: str = "") -> ToolError:
+    """Why there is no answer, as the agent's error: its code, then what to do next."""
+    code = ERROR_CODES.get(reason, "lsp_error")
+    step = hint or _NEXT_STEP.get(code, "")
+    if reason is UnknownReason.NO_PROVIDER:
+        step = "no server for this file offers it; lsp_status lists the installed servers"
+    return ToolError(code, f"{detail}; {step}" if step else detail)
 
 
 def call_tool(name: str, arguments: Arguments | None = None, **options: Any) -> ToolResult:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
     from ipylsp.service.check.before_text import read_text as read_text
     from ipylsp.service.check.before_text import readable_text as readable_text
     from ipylsp.service.check.before_text import special_file as special_file
+    from ipylsp.service.queries import Trip as Trip
     from ipylsp.service.runtime.process_wide import get_service as get_service
     from ipylsp.service.runtime.process_wide import reset_service as reset_service
     from ipylsp.service.service import NOTHING_PENDING as NOTHING_PENDING
@@ -46,6 +47,7 @@ _EXPORTS = {
     "MAX_FILE_BYTES": "check.before_text", "FileRefused": "check.before_text",
     "read_text": "check.before_text", "readable_text": "check.before_text",
     "special_file": "check.before_text",
+    "Trip": "queries",
 }
 """Each exported name, and the room that defines it (`tests/test_layers.py` checks that the
 `TYPE_CHECKING` imports above say the same)."""

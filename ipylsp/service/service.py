@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,7 +32,7 @@ from ipylsp.service.check.files import Checker
 from ipylsp.service.check.late_answers import LateAnswers
 from ipylsp.service.outputs.pending import PendingChannel
 from ipylsp.service.outputs.subscribers import ReportSink, Subscriber
-from ipylsp.service.queries import Feature, FeatureResult, failed, request_feature
+from ipylsp.service.queries import Feature, FeatureResult, Trip, failed
 from ipylsp.service.runtime import cleanup
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.state import ServiceState
@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 __all__ = ["FileCheck", "Service"]
 
 A = TypeVar("A")
+T = TypeVar("T")
 
 NOTHING_PENDING = "nothing pending"
 """What every surface says when nothing is pending."""
@@ -407,22 +408,26 @@ class Service:
         a query, `path` alone."""
         if not isinstance(line, int) or not isinstance(column, int) or line < 0 or column < 0:
             raise ValueError("line and column must be non-negative integers")
-        budget = self.settings.wait_budget if timeout is None else float(timeout)
-        deadline = time.monotonic() + budget
-        coro = self._feature(feature, self._normalize(path), line, column, deadline)
+        where = self._normalize(path)
         try:
-            return self._background().run(coro, budget + HANDOVER_MARGIN)
-        except LoopTimeout:
-            return failed(feature, UnknownReason.TIMED_OUT, f"no answer within {budget:.1f} s")
+            return self.trip(lambda trip: trip.feature(feature, where, line, column),
+                             timeout=timeout)
+        except TimeoutError as late:
+            return failed(feature, UnknownReason.TIMED_OUT, str(late))
 
-    async def _feature(
-        self, feature: Feature[Any, A], path: Path, line: int, column: int, deadline: float
-    ) -> FeatureResult[A]:
+    def trip(
+        self, plan: Callable[[Trip], Coroutine[Any, Any, T]], *, timeout: float | None = None
+    ) -> T:
+        """Run `plan` on the loop in one trip: the features it asks (`Trip.feature`) share one
+        deadline (`timeout`, default `wait_budget`) and read each file once. What `plan`
+        raises is raised here; `TimeoutError` ("no answer within 10.0 s") when it outlives
+        the deadline by the hand-over margin (a bug of ours: every wait is bounded)."""
+        budget = self.settings.wait_budget if timeout is None else float(timeout)
+        trip = Trip(self._state, time.monotonic() + budget)
         try:
-            return await request_feature(self._state, feature, path, line, column, deadline)
-        except Exception as exc:  # an odd file or server answer must not reach the caller
-            log.exception("%s of %s failed", feature.kind, path)
-            return failed(feature, UnknownReason.FAILED, f"failed: {exc!r}")
+            return self._background().run(plan(trip), budget + HANDOVER_MARGIN)
+        except LoopTimeout:
+            raise TimeoutError(f"no answer within {budget:.1f} s") from None
 
     def error_count(self) -> int:
         """Current errors of the checked files, one per problem however many servers report

@@ -33,10 +33,12 @@ def _silences(action: CodeAction) -> bool:
     return bool(_SILENCING.search(action.title))
 
 
-def _diff(box: Toolbox, edits: Iterable[TextEdit]) -> str:
+def _diff(box: Toolbox, at: Target, edits: Iterable[TextEdit]) -> str:
+    """The edits as a unified diff (the queried file's text as it was asked about, the
+    others read)."""
     edits = list(edits)
     paths = list(dict.fromkeys(edit.path for edit in edits))
-    texts = {path: box.read(path) for path in paths}
+    texts = {path: at.text if path == at.path else box.read(path) for path in paths}
     shown = {path: box.workspace.shown(path) for path in paths}
     try:
         return preview(edits, texts, shown)
@@ -56,7 +58,7 @@ def rename_diff(
     edits = answer.answer or ()
     if not edits:
         return "", {"files": [], "diff": ""}
-    diff = _diff(box, edits)
+    diff = _diff(box, at, edits)
     files = _files(box, edits)
     head = f"renaming changes {len(edits)} places in {len(files)} files (not applied):"
     return head + "\n" + fit(diff.splitlines(), box.max_chars - len(head)), {
@@ -77,7 +79,7 @@ def quick_fixes(
     for number, action in enumerate(actions, 1):
         fixes = f" ({', '.join(action.fixes)})" if action.fixes else ""
         title = f"{number}. {action.title} [{action.server_id}]{fixes}"
-        diff = _diff(box, action.edits) if action.edits else ""
+        diff = _diff(box, at, action.edits) if action.edits else ""
         data.append({"title": action.title, "server": action.server_id, "kind": action.kind,
                      "fixes": list(action.fixes), "diff": diff, "command": action.command})
         if number > len(shown):

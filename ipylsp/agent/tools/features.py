@@ -1,11 +1,12 @@
 """The tools that answer a feature, made one way (`answering`) and listed in one table
-(`QUERIES`, one line per tool, in the order models see them): the place from `targets`, the
-feature asked there, its answer shown by the tool's reading of it (`queries`, `changes`), or
-the feature's own `empty` when there is nothing (the text every surface says)."""
+(`QUERIES`, one line per tool, in the order models see them): the place from `targets` and
+the feature asked there in one trip to the service's loop (one deadline, the file read once),
+its answer shown by the tool's reading of it (`queries`, `changes`), or the feature's own
+`empty` when there is nothing (the text every surface says)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ipylsp.agent.registry import PATH, POSITION, Arguments, tool
@@ -31,6 +32,7 @@ from ipylsp.lsp.requests.signature_help import SIGNATURE_HELP
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
     from ipylsp.lsp.requests import Feature, FeatureResult
+    from ipylsp.service import Trip
 
 A = TypeVar("A")
 P = TypeVar("P")
@@ -41,9 +43,13 @@ Shown = Callable[["Toolbox", Target, "FeatureResult[A]"], tuple[str, dict[str, o
 AT = "Point at it with `path` + `line` + `symbol` (or `column`), or a `symbol` name alone."
 
 
-def _on_line(box: Toolbox, args: Arguments) -> Target:
+Place = Callable[["Toolbox", "Trip", Arguments], Awaitable[Target]]
+"""Where the arguments point, found in the trip (`targets.target`)."""
+
+
+async def _on_line(box: Toolbox, trip: Trip, args: Arguments) -> Target:
     """A file's line (code actions): its first column."""
-    return target(box, {"path": args["path"], "line": args["line"], "column": 1})
+    return await target(box, trip, {"path": args["path"], "line": args["line"], "column": 1})
 
 
 def answering(
@@ -55,16 +61,19 @@ def answering(
     properties: Mapping[str, Mapping[str, Any]] = POSITION,
     required: tuple[str, ...] = (),
     params: Callable[[Arguments], P] | None = None,
-    place: Callable[[Toolbox, Arguments], Target] = target,
+    place: Place = target,
 ) -> str:
     """Register tool `name`: `feature` (given `params` of the arguments) at the `place` the
     arguments point at, its answer `shown`; described by the feature's `about` and how to
     point at a place, unless `description` says otherwise."""
 
+    async def ask(box: Toolbox, trip: Trip, args: Arguments) -> tuple[Target, FeatureResult[A]]:
+        at = await place(box, trip, args)
+        given = feature if params is None else feature.given(params(args))
+        return at, await box.ask(trip, given, at.path, at.line, at.column)
+
     def run(box: Toolbox, args: Arguments) -> ToolResult:
-        at = place(box, args)
-        asked = feature if params is None else feature.given(params(args))
-        answer = box.feature(asked, at.path, at.line, at.column)
+        at, answer = box.trip(lambda trip: ask(box, trip, args))
         said, data = shown(box, at, answer)
         return stored(ToolResult(ok=True, text=said or feature.empty, data=data), answer)
 

@@ -27,6 +27,7 @@ from ipylsp.model.answers import Completion, Location, Symbol
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
     from ipylsp.lsp.requests import FeatureResult
+    from ipylsp.service import Trip
 
 MAX_COMPLETIONS = 20
 
@@ -65,7 +66,7 @@ def places(
     """An answer that is places (definition, references, ...): one line per place, with the
     source line there."""
     found = answer.answer or ()
-    sources = SourceLines(box.service.settings.max_file_bytes)
+    sources = SourceLines(box.service.settings.max_file_bytes, {at.path: at.text})
     lines = [location_line(box.workspace, loc, sources) for loc in found]
     return fit(lines, box.max_chars) if lines else "", {
         "at": where(box, at),
@@ -122,10 +123,17 @@ def lsp_symbols(box: Toolbox, args: Arguments) -> ToolResult:
     from ipylsp.agent.targets import one_file_per_language
 
     query = args.get("query")
-    answers: list[FeatureResult[tuple[Symbol, ...]]] = []
-    if "path" in args:
-        path = box.workspace.resolve(args["path"])
-        answers.append(box.feature(SYMBOLS, path))
+    path = box.workspace.resolve(args["path"]) if "path" in args else None
+
+    async def ask(trip: Trip) -> list[FeatureResult[tuple[Symbol, ...]]]:
+        if path is not None:
+            return [await box.ask(trip, SYMBOLS, path)]
+        search = WORKSPACE_SYMBOLS.given(query or "")
+        return [await box.ask(trip, search, sample)
+                for sample in one_file_per_language(box, trip)]
+
+    answers = box.trip(ask)
+    if path is not None:
         found = answers[0].answer or ()
         if query:
             found = tuple(s for s in found if query.lower() in s.name.lower())
@@ -133,9 +141,7 @@ def lsp_symbols(box: Toolbox, args: Arguments) -> ToolResult:
         data = [symbol_data(box.workspace, s, path) for s in found]
     else:
         found_all: dict[tuple[Path | None, int, int], Symbol] = {}
-        for sample in one_file_per_language(box):
-            answer = box.feature(WORKSPACE_SYMBOLS.given(query or ""), sample)
-            answers.append(answer)
+        for answer in answers:
             for s in answer.answer or ():
                 found_all.setdefault((s.path, s.line, s.column), s)
         symbols = list(found_all.values())
