@@ -479,6 +479,33 @@ def test_flush_says_false_when_a_row_was_dropped(tmp_path: Path) -> None:
     assert store.flush() is False
 
 
+def test_a_drop_is_told_to_every_thread_whose_window_holds_it(tmp_path: Path) -> None:
+    """Another thread's flush does not use up a drop: the thread that put the lost row hears
+    of it too (a flush answers for every write since its own thread's previous flush). A
+    clear answers for itself, whatever else was dropped."""
+    import threading
+
+    store = Store(tmp_path / "store.sqlite3")
+    try:
+        answers: list[bool] = []
+
+        def other_thread() -> None:
+            answers.append(store.flush())
+
+        store._writer.put(lambda conn: (_ for _ in ()).throw(ValueError("bad row")))
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        assert answers == [False]  # its window holds the drop
+        assert store.flush() is False  # and so does this thread's: told again, not used up
+        assert store.flush() is True  # nothing put since
+        store._writer.put(lambda conn: (_ for _ in ()).throw(ValueError("bad row")))
+        assert store.clear() is True
+        assert store.flush() is False
+    finally:
+        store.close()
+
+
 def test_the_default_file_is_not_the_one_an_older_ipylsp_opens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,7 +29,9 @@ WORKER = Path(__file__).with_name("store_worker.py")
 
 
 class Worker:
-    """A running `store_worker.py`, its store open (it said `ready`)."""
+    """A running `store_worker.py`, its store open (it said `ready`). Its output is read as
+    it comes, on a thread: a writer whose pipe filled up would stall, and the test would
+    prove nothing about writes at once."""
 
     def __init__(self, role: str, store: Path, name: str) -> None:
         self.name = name
@@ -36,15 +39,43 @@ class Worker:
             [sys.executable, str(WORKER), role, str(store), name], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
+        self.lines: list[str] = []
+        self._arrived = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        assert self.wait_lines(1) and self.lines[0] == "ready\n", self.lines
+
+    def _read(self) -> None:
         assert self.process.stdout is not None
-        first = self.process.stdout.readline()
-        assert first == "ready\n", (first, self.process.stderr and self.process.stderr.read())
+        for line in self.process.stdout:
+            with self._arrived:
+                self.lines.append(line)
+                self._arrived.notify_all()
+        with self._arrived:
+            self._arrived.notify_all()
+
+    def wait_lines(self, count: int, timeout: float = 120) -> bool:
+        """Until it printed `count` lines (False: it ended, or `timeout` passed first)."""
+        with self._arrived:
+            return self._arrived.wait_for(
+                lambda: len(self.lines) >= count or not self._reader.is_alive(), timeout
+            ) and len(self.lines) >= count
+
+    @property
+    def acks(self) -> int:
+        with self._arrived:
+            return sum(line.startswith("ack ") for line in self.lines)
 
     def stop(self, timeout: float = 120) -> tuple[str, str]:
         """Tell it to stop; what it printed after `ready`, and its stderr."""
-        out, err = self.process.communicate("stop\n", timeout=timeout)
+        assert self.process.stdin is not None and self.process.stderr is not None
+        self.process.stdin.write("stop\n")
+        self.process.stdin.close()
+        err = self.process.stderr.read()
+        self.process.wait(timeout)
+        self._reader.join(timeout)
         assert self.process.returncode == 0, (self.process.returncode, err)
-        return out, err
+        return "".join(self.lines[1:]), err
 
 
 def acknowledged(out: str, name: str) -> dict[str, float]:
@@ -108,7 +139,9 @@ def test_a_kernel_beside_sixty_cli_calls_loses_nothing(store: Path) -> None:
     """The pattern that lost every row of the kernel's and half of the CLI's, then corrupted
     the file: a long-lived store and sixty short-lived ones at once."""
     kernel = Worker("kernel", store, "kernel")
+    before = kernel.acks
     calls = run_cli_calls(store, 60, at_once=6)
+    assert kernel.acks > before  # the kernel kept writing while the calls came and went
     out, err = kernel.stop()
     promised = acknowledged(out, "kernel")
     for name, cli_out, _ in calls:
@@ -137,7 +170,9 @@ def test_cache_clear_while_another_process_writes(store: Path) -> None:
     clear = Worker("clear", store, "-")
     clear_out, clear_err = clear.stop()
     cleared_at = float(clear_out.split()[1])
+    before = kernel.acks
     after = run_cli_calls(store, 4, at_once=2, prefix="after")
+    assert kernel.wait_lines(len(kernel.lines) + 1) and kernel.acks > before  # after the clear
     out, err = kernel.stop()
     promised = {path: at for path, at in acknowledged(out, "kernel").items() if at > cleared_at}
     for name, cli_out, _ in after:
@@ -153,7 +188,9 @@ def test_eviction_while_another_process_reads(store: Path) -> None:
     along without an error, and the writer's newest acknowledged rows are there."""
     reader = Worker("reader", store, "evicting")
     writer = Worker("evicting", store, "evicting")
+    before = writer.acks
     calls = run_cli_calls(store, 12, at_once=3)
+    assert writer.acks > before
     out, err = writer.stop()
     reads, read_err = reader.stop()
     assert reads.startswith("reads ") and int(reads.split()[1]) > 0
@@ -165,13 +202,14 @@ def test_eviction_while_another_process_reads(store: Path) -> None:
 
 def test_a_writer_killed_mid_transaction_loses_nothing_it_acknowledged(store: Path) -> None:
     kernel = Worker("kernel", store, "killed")
-    assert kernel.process.stdout is not None
-    seen = [kernel.process.stdout.readline() for _ in range(20)]  # twenty flushes done
+    assert kernel.wait_lines(21)  # twenty flushes done
     os.kill(kernel.process.pid, signal.SIGKILL)  # it writes without a pause: mid-batch
-    rest, err = kernel.process.communicate(timeout=60)
-    assert kernel.process.returncode == -signal.SIGKILL
+    assert kernel.process.wait(60) == -signal.SIGKILL
+    kernel._reader.join(60)
+    assert kernel.process.stderr is not None
+    err = kernel.process.stderr.read()
     calls = run_cli_calls(store, 6, at_once=3)  # the next processes open it as it was left
-    promised = acknowledged("".join(seen) + rest, "killed")
+    promised = acknowledged("".join(kernel.lines[1:]), "killed")
     for name, cli_out, _ in calls:
         promised.update(acknowledged(cli_out, name))
     assert len(promised) >= 200 and sorted(set(promised) - stored_paths(store)) == []

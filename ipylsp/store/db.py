@@ -193,7 +193,8 @@ def connect(path: Path, *, check: bool = True) -> Connection:
                 deadline = min(deadline, damaged_since + REBUILD_WAIT)
         else:
             held.close()
-            raise StoreUnavailable(f"{path}: another process holds its lock past {LOCKED_FOR} s")
+            waited = REBUILD_WAIT if damaged_since is not None else LOCKED_FOR
+            raise StoreUnavailable(f"{path}: another process holds its lock past {waited} s")
         # damaged: moved aside only while no connection anywhere holds the lock shared
         held = _lock_file(path)
         try:
@@ -220,7 +221,7 @@ def _rebuild(path: Path, check: bool, damage: sqlite3.DatabaseError) -> None:
         raise
     except sqlite3.DatabaseError as exc:
         _raise_unless_corrupt(path, exc)
-    aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+    aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}-{os.getpid()}")
     log.warning("ipylsp: the store %s is unreadable (%s); moved to %s and rebuilt",
                 path, damage, aside.name)
     for suffix in ("-wal", "-shm", ""):
@@ -321,6 +322,8 @@ def _ensure_private(path: Path) -> None:
     process ever holding a descriptor of it: a new one is made under a name of its own and
     linked into place (a link never replaces a file another process made meanwhile); an
     existing one (and its WAL and shm: SQLite gives them the file's mode) is narrowed by path.
+    Where the file system has no hard links, a new file is created in place (`O_EXCL`) and
+    closed at once: nothing has opened it before the store's first connection does.
     """
     try:
         info = os.lstat(path)
@@ -333,6 +336,10 @@ def _ensure_private(path: Path) -> None:
             os.link(fresh, path)
         except FileExistsError:
             pass  # another process made it first
+        except OSError:  # no hard links here: made in place, new, so nobody holds it yet
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                                 0o600))
         finally:
             fresh.unlink()
         info = os.lstat(path)

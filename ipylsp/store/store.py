@@ -245,11 +245,12 @@ class Store:
             conn.execute("DELETE FROM answers")
             conn.execute("DELETE FROM symbols")
 
-        self._writer.put(clear_all)
-        return self.flush()
+        return self._writer.flush(only=self._writer.put(clear_all))
 
     def flush(self, timeout: float = 5.0) -> bool:
-        """Every put before now is in the file: False when one was dropped, or on timeout."""
+        """Everything put before now is written; True when every put since this thread's
+        previous flush (by any thread) is in the file, False when one was dropped, or on
+        timeout."""
         return self._writer.flush(timeout)
 
     def close(self) -> None:
