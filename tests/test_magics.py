@@ -725,6 +725,12 @@ def test_a_write_below_a_directory_the_watcher_skips_is_said_once(
         assert shell.run_cell("open('dist/other.py', 'w').write('y = 1\\n')",
                               store_history=False).success
     assert captured.outputs == []
+    cache = workspace / "home" / ".cache" / "modules"  # a library's cache, in no workspace
+    cache.mkdir(parents=True)
+    with capture_output() as captured:
+        assert shell.run_cell(f"open({str(cache / 'mod.py')!r}, 'w').write('x: int = \\'a\\'\\n')",
+                              store_history=False).success
+    assert captured.outputs == []
     assert (ws / "dist" / "app.py").exists()
     assert lsp(shell, "check dist/app.py").text.splitlines() == [
         '<diagnostics file="dist/app.py">',

@@ -190,8 +190,9 @@ class CellRecorder:
         self.records: dict[str, Record] = {}
         self.ignored: set[str] = set()
         self.skipped: set[str] = set()
-        """Paths the cell wrote below a skipped directory (`SKIP_DIRS`, a venv): not
-        checked, which the extension says once per directory."""
+        """Paths the cell wrote below a skipped directory (`SKIP_DIRS`, a venv) of a watched
+        root: not checked, which the extension says once per directory. (Writes under no
+        root, a library's cache in the home directory, are nobody's source: silent.)"""
         self.spawned = False
         self.closed = False
         self.notes: list[str] = []
@@ -295,7 +296,8 @@ class CellRecorder:
         if path in self.ignored:
             return False
         if self.rules.skipped(path):
-            self.skipped.add(path)
+            if self.rules.root_of(path) is not None:  # in a watched tree, not ~/.cache
+                self.skipped.add(path)
             self.ignored.add(path)
             return False
         if not self.accepts(path):

@@ -58,6 +58,8 @@ class CellChecks:
         though a notebook's directory (a home) may hold them."""
         self._told: set[Path] = set()
         """Directories whose unchecked files were noted (once each)."""
+        self._told_skipped: set[Path] = set()
+        """Skipped directories whose files were noted (once each)."""
         self._depth = 0
         """Cells running now: 2 while a cell runs another one (`%%capture`, `run_cell`)."""
         self.cells = CellHook(shell, lambda: self.service)
@@ -131,8 +133,8 @@ class CellChecks:
         not checked, and how to check one."""
         skipped = [Path(p) for p in self.watcher.skipped
                    if languages.language_id_for_name(Path(p).name) in self._languages]
-        fresh = sorted({p.parent for p in skipped} - self._told)
-        self._told.update(fresh)
+        fresh = sorted({p.parent for p in skipped} - self._told_skipped)
+        self._told_skipped.update(fresh)
         cwd = Path(os.getcwd())
         notes = []
         for directory in fresh:
