@@ -76,7 +76,7 @@ def test_language_features_take_and_give_one_based_positions(workspace: Path) ->
 
 
 FEATURE_FUNCTIONS = ("hover", "definition", "references", "completions", "symbols",
-                     "signature_help")
+                     "signature_help", "document_highlight")
 
 
 def test_every_feature_function_is_real_typed_and_listed() -> None:
@@ -184,3 +184,26 @@ def test_a_cut_pending_hand_over_says_so_and_keeps_the_rest(workspace: Path) -> 
     handed = [d.range.start.line for r in (first, second) for f in r.files for d in f.diagnostics]
     assert sorted(handed) == list(range(4, 16))  # every problem once
     assert ipylsp.pending().files == ()
+
+
+@pytest.mark.real
+def test_a_known_file_grown_over_the_limit_is_said_once_then_forgotten(
+    workspace: Path,
+) -> None:
+    """A checked file that grew past `max_file_mb` is checked again by `diagnostics` (it
+    changed on disk): the check says it is not read, and forgets it, so the next call for all
+    files does not say it again (each call did, and showed its old problems as current); asked
+    for by name, it is said each time: that is the answer."""
+    main = workspace / "main.py"
+    service = ipylsp.get_service()
+    service.configure(dataclasses.replace(service.settings, max_file_mb=0.001))
+    assert repr(ipylsp.check(main)) == f"{main}: no new problems"
+    main.write_text(MAIN + "#" * 2000 + "\n")
+    size = main.stat().st_size
+    first = ipylsp.diagnostics(main)
+    assert first.notes == (
+        f"not checked: main.py is {size:,} bytes, over the 1,048-byte limit "
+        "(IPyLSP.max_file_mb)",
+    )
+    assert ipylsp.diagnostics().notes == ()
+    assert ipylsp.diagnostics(main).notes == first.notes

@@ -7,6 +7,7 @@ not from a hand list of modules."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,7 +70,9 @@ def imports(path: Path, root: Path = PACKAGE) -> Iterator[tuple[str, int]]:
                 yield (sub if is_module else source), node.lineno
 
 
+@functools.cache
 def graph(root: Path = PACKAGE) -> dict[str, list[tuple[str, int]]]:
+    """Every module's imports (read once per run: four tests ask for the same tree)."""
     edges: dict[str, list[tuple[str, int]]] = {}
     for path in sorted(root.rglob("*.py")):
         edges[module_name(path, root)] = list(dict.fromkeys(imports(path, root)))

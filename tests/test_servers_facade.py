@@ -183,6 +183,9 @@ def test_status_rows_of_this_service_and_other_processes(tmp_path: Path) -> None
         row.server_id for row in server_table.table(settings, installed_only=True).rows
     )
     assert repr(table) == str(table)
+    assert str(server_table.status(Settings(data_dir=tmp_path / "empty"))).splitlines()[0] == (
+        "no server running (servers start when a file is checked)"
+    )
 
 
 def test_status_files_of_other_hosts_and_reused_pids(tmp_path: Path) -> None:
@@ -209,6 +212,3 @@ def test_status_files_of_other_hosts_and_reused_pids(tmp_path: Path) -> None:
     assert [row.server_id for row in read_status(tmp_path)] == [live.stem[len("status-"):]]
     assert elsewhere.exists() and live.exists() and not reused.exists()
 
-    assert str(server_table.status(Settings(data_dir=tmp_path / "empty"))).splitlines()[0] == (
-        "no server running (servers start when a file is checked)"
-    )

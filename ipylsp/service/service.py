@@ -453,15 +453,17 @@ class Service:
             stale = ([paths[0]] if paths[0] not in known and paths[0].is_file()
                      else self.changed_on_disk(paths))
         else:
-            stale = [p for p in self.changed_on_disk() if within is None or within(p)]
-        if stale:
-            self.check_files([FileCheck(p) for p in stale])
+            stale = self.changed_on_disk(p for p in known if within is None or within(p))
+        notes: tuple[str, ...] = ()
+        if stale:  # what the check could not do (a file no longer read) is said here
+            notes = self.check_files([FileCheck(p) for p in stale]).notes
         if path is None:
             paths = [p for p in sorted(known) if within is None or within(p)]
-        return known_report(
+        report = known_report(
             known, paths, self.settings,
             lambda file, server, text: self._state.answers.cached(file, server, text, ""),
         )
+        return replace(report, notes=(*notes, *report.notes)) if notes else report
 
     def store_info(self, *, clear: bool = False) -> StoreInfo:
         """The persistent store: its file, size, rows, files (no path when off).

@@ -99,6 +99,7 @@ async def check(
             result.notes.append(
                 planned_one.sentence(display_path(item.path, lookups.shown_root(item.path)))
             )
+            checker.state.known.forget(item.path)  # no longer a text ipylsp knows
         elif isinstance(planned_one, Exception):  # an unreadable file fails alone
             log.warning("cannot check %s: %r", item.path, planned_one)
             shown = lookups.shown_root(item.path)
