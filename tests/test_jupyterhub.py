@@ -204,7 +204,7 @@ def test_the_hub_stops_a_server_that_served_mcp_at_once_and_cleanly(
     servers = sorted(name for name in below.values() if name in ("ty", "ruff"))
     assert servers.count("ty") >= 1 and servers.count("ruff") >= 1, below
     run_dir = home(ALICE) / ".local/share/ipylsp/run"
-    assert list(run_dir.glob(f"status-{pid}-*.json")), "the server published no status"
+    assert list(run_dir.glob(f"status-*-{pid}-*.json")), "the server published no status"
     log_before = len(hub.log_path.read_bytes())
 
     hub.stop_server(ALICE)

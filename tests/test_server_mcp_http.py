@@ -240,7 +240,7 @@ def test_a_server_that_served_mcp_stops_at_once_and_cleanly(
             process.wait()
     wait_exited(running, 10)  # the stop ended them; a reaped process may linger a moment
     assert [p for p in running if is_running(p)] == []  # its servers are gone with it
-    assert not list((DATA_DIR / "run").glob(f"status-{process.pid}-*.json"))
+    assert not list((DATA_DIR / "run").glob(f"status-*-{process.pid}-*.json"))
 
 
 @pytest.mark.parametrize("started_in", [
