@@ -8,6 +8,7 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -121,6 +122,46 @@ def test_versionless_push_counts_only_after_the_change(tmp_path: Path) -> None:
             await client.diagnostics(path, "ERROR:old\n", "python", deadline=deadline())
             _, diags = await client.diagnostics(path, "fine\n", "python", deadline=deadline())
             assert diags == ()
+        finally:
+            await client.stop()
+
+    run(body)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(
+    ("versioned", "disk", "expected"),
+    [
+        # its own answer comes 0.5 s after the disk's, or on the text sent again at once
+        (True, "ERROR:on disk\n", [(1, 0, 1, 10, "sent", "E1")]),
+        # the same diagnostics as the disk's: it publishes nothing for the version opened,
+        # only for the text sent again
+        (True, "disk\nERROR:sent\n", [(1, 0, 1, 10, "sent", "E1")]),
+        # a server that never names versions: its latest push once quiet, the disk's, its
+        # range read on the sent text's line (clamped to "sent"): issue 32's column-1 ranges
+        (False, "ERROR:on disk\n", [(0, 0, 0, 4, "on disk", "E1")]),
+    ],
+    ids=["versioned-push", "versioned-push-same-as-disk", "versionless"],
+)
+def test_a_push_without_a_version_is_the_disk_s_for_a_server_that_versions_them(
+    tmp_path: Path, versioned: bool, disk: str, expected: list[tuple[Any, ...]]
+) -> None:
+    """gopls diagnoses its workspace from the disk when it starts and publishes that without
+    a version for a document just opened with another text (issue 32); gopls 0.5 then
+    publishes the opened text's answer only when it differs. For a server that names versions
+    (`ServerSpec.versioned_push`), a push without one is not the text's answer: the text is
+    sent again as a new version, which it answers."""
+
+    async def body() -> None:
+        client = LanguageClient(replace(spec(), versioned_push=versioned), tmp_path,
+                                fake_command("--disk-push-first-ms", "500"))
+        await client.start(10)
+        try:
+            path = tmp_path / "d.py"
+            path.write_text(disk)
+            _, diags = await client.diagnostics(path, "sent\nERROR:sent\n", "python",
+                                                deadline=deadline())
+            assert summary(diags) == expected
         finally:
             await client.stop()
 

@@ -340,6 +340,51 @@ def test_server_reporting_a_different_range_on_the_same_line_matches() -> None:
     assert (delta.introduced, delta.fixed) == ((), ())
 
 
+GO_BEFORE = 'package p\n\nvar a int = "old"\n\nvar b int = "old"\n'
+GO_MESSAGE = 'cannot use "old" (untyped string constant) as int value in variable declaration'
+
+
+def go_error(line: int, column: int, end: int) -> Diagnostic:
+    return diag(line, column, end, GO_MESSAGE, code="IncompatibleAssign", server="gopls")
+
+
+@pytest.mark.parametrize(
+    ("after", "old", "new", "b_line"),
+    [
+        # issue 32's shape: moved down by a comment, one answer's range empty at column 1
+        ('package p\n\n// c\nvar a int = "old"\n\nvar b int = "old"\n',
+         go_error(2, 0, 0), go_error(3, 12, 17), 5),
+        ('package p\n\n// c\nvar a int = "old"\n\nvar b int = "old"\n',
+         go_error(2, 12, 17), go_error(3, 0, 0), 5),
+        # a range covering the line from its start, the line's columns shifted
+        ('package p\n\nvar pad = 0; var a int = "old"\n\nvar b int = "old"\n',
+         go_error(2, 0, 17), go_error(2, 25, 30), 4),
+    ],
+    ids=["empty-before", "empty-after", "line-start-column-shift"],
+)
+def test_one_problem_whatever_its_range_on_the_line_the_diff_maps_to(
+    after: str, old: Diagnostic, new: Diagnostic, b_line: int
+) -> None:
+    """A server that reports one problem with different ranges in two answers (a parse-only
+    pass, a package still loading, another version): the same code and message on the line
+    the diff maps to is the same problem (the same-line round), not new, not fixed; the other
+    error, identical, keeps its exact range."""
+    baseline = [old, go_error(4, 12, 17)]
+    current = [new, go_error(b_line, 12, 17)]
+    delta = compute_delta(GO_BEFORE, after, baseline, current)
+    assert (delta.introduced, delta.fixed) == ((), ())
+
+
+def test_the_same_message_on_another_line_is_another_problem() -> None:
+    """The rule trusts the line: an empty range on a line the diff does not map there is a
+    fixed problem, and the exact one a new problem."""
+    after = 'package p\n\nvar a int = 1\n\nvar b int = "old"\nvar c int = "old"\n'
+    old, new = go_error(2, 0, 0), go_error(5, 12, 17)
+    delta = compute_delta(GO_BEFORE, after, [old, go_error(4, 12, 17)],
+                          [go_error(4, 12, 17), new])
+    assert (delta.introduced, delta.fixed) == ((new,), (old,))
+
+
 def test_same_line_prefers_the_nearest_column() -> None:
     before = "x = foo + foo\n"
     after = "x = foo + foo  \n"

@@ -636,6 +636,84 @@ def test_a_header_write_under_a_slow_preamble(tmp_path: Path, binary: str) -> No
         assert format_text(service.check_files([FileCheck(caller), FileCheck(lib)])) == ""
 
 
+# --- gopls: the answer for the text it was sent, not the disk's ------------------------------
+
+GO_SOURCE = (
+    "package args\n\nimport (\n\t\"net/http\"\n\t\"strings\"\n)\n\n"
+    "// Shout is upper case.\nfunc Shout(s string) string {\n\treturn strings.ToUpper(s)\n}\n\n"
+    "// Get asks.\nfunc Get(url string) (*http.Response, error) {\n\treturn http.Get(url)\n}\n"
+)
+GO_OLD = '\nvar oldA int = "old"\n\nvar oldB int = "old"\n'
+INCOMPATIBLE = (
+    'cannot use "{}" (untyped string constant) as int value in variable declaration '
+    "[IncompatibleAssign] (compiler)"
+)
+
+
+def go_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> Path:
+    """A Go package of one file in a git worktree: a module (go.mod, no requirements) or a
+    GOPATH directory (GO111MODULE=off); nothing is fetched either way."""
+    monkeypatch.setenv("GOPROXY", "off")
+    monkeypatch.setenv("GOTOOLCHAIN", "local")
+    monkeypatch.setenv("GOFLAGS", "")
+    if layout == "module":
+        root = tmp_path / "args"
+        root.mkdir()
+        (root / "go.mod").write_text("module example.com/args\n\ngo 1.19\n")
+        monkeypatch.setenv("GO111MODULE", "on")
+    else:
+        root = tmp_path / "gopath" / "src" / "example.com" / "args"
+        root.mkdir(parents=True)
+        monkeypatch.setenv("GOPATH", str(tmp_path / "gopath"))
+        monkeypatch.setenv("GO111MODULE", "off")
+    git(root, "init", "-q")
+    # Some bulk: the package's type-check then takes long enough for gopls to publish the
+    # disk's answer well before the sent text's (with the one file alone, often within 0.2 s).
+    (root / "bulk.go").write_text("package args\n" + "".join(
+        f"\n// F{i} adds.\nfunc F{i}(a, b int) int {{\n\tif a > b {{\n\t\treturn a - b\n"
+        f"\t}}\n\treturn a + b + {i}\n}}\n" for i in range(2000)
+    ))
+    return root / "args.go"
+
+
+@pytest.mark.parametrize("layout", ["module", "gopath"])
+def test_go_errors_the_file_had_moved_by_a_comment_are_neither_new_nor_fixed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    """Issue 32, as `ipylsp check --before` does it: a fresh service per check, the file on
+    disk already the after text. gopls's first diagnosis of its workspace reads the disk and
+    is published without a version, before the answer for the before text it was sent; taken
+    as the before text's answer, its positions (the after text's) were converted on the before
+    text's lines: ranges at column 1 on the wrong lines, and every error the file had came back
+    as new and "fixed". gopls names the version in its pushes (`ServerSpec.versioned_push`):
+    only the push for the version sent answers."""
+    require("gopls")
+    path = go_package(tmp_path, monkeypatch, layout)
+    settings = Settings(language_servers={"go": ("gopls",)}, wait_budget=60.0, store=False)
+    before = GO_SOURCE + GO_OLD
+    moved = GO_SOURCE + '\n// a comment\nvar oldA int = "old"\n\nvar oldB int = "old"\n'
+    path.write_text(moved)
+    with Service(settings) as service:
+        assert format_text(service.check(path, before=before)) == ""
+    # The column shifts: the same two errors, one line down and 19 columns right.
+    shifted = moved.replace('var oldB int = "old"', 'var oldBPad = 0; var oldB int = "old"')
+    path.write_text(shifted)
+    with Service(settings) as service:
+        assert format_text(service.check(path, before=moved)) == ""
+    # One planted in a function body, one fixed: exactly those.
+    body = shifted.replace("\treturn strings", '\tvar fresh int = "new"\n\treturn strings')
+    changed = body.replace('var oldA int = "old"', "var oldA int = 0")
+    path.write_text(changed)
+    with Service(settings) as service:
+        assert format_text(service.check(path, before=shifted)) == "\n".join([
+            '<diagnostics file="args.go">',
+            "ERROR [10:6] fresh declared but not used [UnusedVar] (compiler)",
+            f"ERROR [10:18] {INCOMPATIBLE.format('new')}",
+            "</diagnostics>",
+            fixed(1, "args.go"),
+        ])
+
+
 # --- caps -------------------------------------------------------------------------------------
 
 

@@ -338,6 +338,7 @@ def test_help_lists_every_flag() -> None:
         "--versionless-push",
         "--push-delay-ms",
         "--stale-push",
+        "--disk-push-first-ms",
         "--stale-pull",
         "--content-modified",
         "--server-cancelled",

@@ -41,8 +41,10 @@ Algorithm
    a. *exact*: identity and the remapped range are equal;
    b. *same line*: identity equal, the baseline range survived and the current diagnostic
       starts on the line it was carried to; the nearest column wins. This absorbs a server
-      reporting a slightly different range for the same problem (a range that now ends
-      elsewhere), or a name whose column moved in a way the character diff did not follow;
+      reporting another range for the same problem (a range that now ends elsewhere, an empty
+      one at column 1 or one covering the line from its start: a parse-only pass, a package
+      still loading, another version), or a name whose column moved in a way the character
+      diff did not follow;
    c. *same line, numbers masked*: as (b), for diagnostics that have a code, comparing messages
       with every digit run masked ("Line too long (95 > 88)" after the line grew);
    d. *reworded*: for diagnostics that have a code, identity but the message equal, the

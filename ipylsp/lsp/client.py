@@ -4,7 +4,8 @@ Freshness rule: diagnostics are always obtained *for a document version*. A pull
 to the version that was current when it was sent, and a document's lock keeps any change from
 being sent while a pull for it is outstanding, so a pull can never be answered for another
 version than the one it is credited to. A push counts only when it carries the awaited version
-(or, for servers that send no version, when it arrived after the change was sent).
+(or, for servers that send no version, when it arrived after the change was sent; a server
+that names versions is asked again after a push without one: diagnostics.py).
 
 The client keeps the process, its state machine and the order of the steps; the initialize
 exchange is in handshake.py, document sync in sync.py, the server->client handlers in
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -367,13 +369,15 @@ class LanguageClient:
                 if fresh and not pull and known is not None and known.text == text:
                     doc = await self._sync.open_or_change(path, text + "\n", language_id)
                     await self._waiter.items(
-                        doc, doc.version, self._sync.mark(uri), deadline, self.request_timeout
+                        doc, doc.version, self._sync.mark(uri), deadline, self.request_timeout,
+                        functools.partial(self._sync.resend, doc),
                     )
                 doc = await self._sync.open_or_change(path, text, language_id)
                 if save:
                     await self._sync.save(doc, self.server_capabilities)
                 items = await self._waiter.items(
-                    doc, doc.version, self._sync.mark(uri), deadline, self.request_timeout
+                    doc, doc.version, self._sync.mark(uri), deadline, self.request_timeout,
+                    functools.partial(self._sync.resend, doc),
                 )
                 return doc.version, to_diagnostics(
                     items, doc.index(), self.encoding, self.spec.id

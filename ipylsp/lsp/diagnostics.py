@@ -2,6 +2,13 @@
 (retrying ContentModified / ServerCancelled), or the push for that version, or — for servers
 that push without versions — the latest push once they have gone quiet.
 
+A server that names the version in its pushes (`ServerSpec.versioned_push`, gopls) is answered
+only by a push naming a version of the awaited text: its pushes without one are about the file
+on disk. gopls diagnoses its workspace from the disk when it starts and publishes that for a
+document just opened with another text; gopls 0.5 then publishes the opened text's own answer
+only when it differs from that one, so after such a push the text is sent again as a new
+version (the same text), which it always answers.
+
 Apart from the client because this is where the freshness rule (client.py's docstring) is
 kept: the client decides *which* version is current, this module only accepts answers for it.
 """
@@ -11,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ipylsp.lsp.documents import OpenDocument
@@ -53,20 +60,27 @@ class DiagnosticsWaiter:
         push_mark: int,
         deadline: float,
         request_timeout: float,
+        resend: Callable[[], Awaitable[int]] | None = None,
     ) -> list[Any]:
         """Wire diagnostics for `version` of `doc`, also kept as `doc.wire`; `push_mark` is the
         push sequence number before the change was sent (a versionless push only counts when
-        newer)."""
+        newer). `resend` sends the same text again as a new version and returns it: for a
+        server with `versioned_push`, once, after a push without a version; a push naming any
+        version from `version` to the one sent again answers."""
+        oldest = version
         while True:
             changed = self._server.changed
             self._require_endpoint()
             if self._server.pull_identifiers:
                 return _kept(doc, version, await self._pull(doc, deadline, request_timeout))
             push = doc.push
-            if push is not None and push.version == version:
+            if push is not None and push.version is not None and oldest <= push.version <= version:
                 return _kept(doc, version, push.diagnostics)
             if push is not None and push.version is None and push.sequence > push_mark:
-                return _kept(doc, version, await self._settled_versionless(doc, deadline))
+                if not self._server.spec.versioned_push:
+                    return _kept(doc, version, await self._settled_versionless(doc, deadline))
+                if resend is not None:  # the disk's answer: ask for the text's own
+                    version, resend = await resend(), None
             await self._wait(changed, deadline)
 
     async def _settled_versionless(self, doc: OpenDocument, deadline: float) -> list[Any]:

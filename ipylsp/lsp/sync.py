@@ -94,6 +94,18 @@ class DocumentSync:
         doc.touch()
         return doc
 
+    async def resend(self, doc: OpenDocument) -> int:
+        """The document's text again, as a new version (a server that publishes a version's
+        diagnostics only when they changed: `DiagnosticsWaiter.items`); the new version."""
+        doc.version += 1
+        self._marks[doc.uri] = self._push_sequence()
+        await self._send(
+            "textDocument/didChange",
+            {"textDocument": {"uri": doc.uri, "version": doc.version},
+             "contentChanges": [{"text": doc.text}]},
+        )
+        return doc.version
+
     async def save(self, doc: OpenDocument, server_capabilities: Mapping[str, Any]) -> None:
         send, include_text = caps.wants_save(server_capabilities)
         if not send:

@@ -72,6 +72,11 @@ class ServerSpec:
     description: str = ""
     excludes: Excludes | None = None
     """The files it will not check, by its own rules: a check says so instead of asking it."""
+    versioned_push: bool = False
+    """Every push about an open document names its version; a push without one is about the
+    file on disk (gopls: its first diagnosis of the workspace, made before the document was
+    opened), never the answer for a version. A server that never names one is answered by its
+    latest push."""
 
     def with_overrides(self, override: ServerOverride | None) -> ServerSpec:
         if override is None:

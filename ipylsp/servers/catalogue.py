@@ -202,6 +202,9 @@ SPECS: tuple[ServerSpec, ...] = (
         install=_apt("apt-get install golang-go gopls"),
         root_markers=("go.work", "go.mod"),
         config_files=("go.work", "go.mod"),
+        # Its first diagnosis of the workspace reads the disk and is published without a
+        # version, also for a document just opened with another text (issue 32).
+        versioned_push=True,
         description="The Go team's server; spawns `go`.",
     ),
     # ---------------------------------------------------------------- shell, config, web

@@ -66,6 +66,8 @@ def config_key(slot: Slot | None) -> str:
     spec = slot.spec
     facts = [list(slot.command), str(slot.root), dict(spec.env), spec.settings,
              spec.initialization_options, config_files.digest(slot.root, spec.config_files)]
+    if spec.versioned_push:  # its answers stored before issue 32 may be the disk's text's
+        facts.append("versioned_push")
     text = json.dumps(facts, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
