@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ipylsp._version import __version__
 from ipylsp.lsp.requests.completion import COMPLETIONS
+from ipylsp.lsp.requests.document_highlight import DOCUMENT_HIGHLIGHT
 from ipylsp.lsp.requests.hover import HOVER
 from ipylsp.lsp.requests.locations import DEFINITION, REFERENCES
 from ipylsp.lsp.requests.signature_help import SIGNATURE_HELP
@@ -147,6 +148,7 @@ references = _at(REFERENCES)
 completions = _at(COMPLETIONS)
 symbols = _of(SYMBOLS)
 signature_help = _at(SIGNATURE_HELP)
+document_highlight = _at(DOCUMENT_HIGHLIGHT)
 
 
 def subscribe(callback: Callable[[Report], object]) -> None:
@@ -193,6 +195,7 @@ __all__ = [
     "completions",
     "definition",
     "diagnostics",
+    "document_highlight",
     "format_report",
     "get_service",
     "hover",

@@ -161,8 +161,8 @@ def test_every_schema_validates_in_each_format(fmt: str) -> None:
     ]
     assert QUERIES == (
         "lsp_hover", "lsp_definition", "lsp_type_definition", "lsp_implementation",
-        "lsp_references", "lsp_calls", "lsp_symbols", "lsp_completions", "lsp_signature_help",
-        "lsp_rename_preview", "lsp_code_actions",
+        "lsp_references", "lsp_document_highlight", "lsp_calls", "lsp_symbols",
+        "lsp_completions", "lsp_signature_help", "lsp_rename_preview", "lsp_code_actions",
     )
 
 

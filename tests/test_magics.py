@@ -635,6 +635,16 @@ def test_the_signature_of_the_call_at_a_place(shell: InteractiveShell, app_writt
 
 
 @pytest.mark.real
+def test_the_highlights_of_a_symbol_in_its_file(shell: InteractiveShell, app_written: None
+                                                ) -> None:
+    """`%lsp highlight`, made from the magics' table (one line for it)."""
+    answer = lsp(shell, "highlight app.py:1:7")  # class |Box
+    assert answer.error is None
+    assert answer.text == "app.py:1:7\napp.py:9:7"
+    assert lsp(shell, "highlight app.py:4:1").text == "(no highlights here)"
+
+
+@pytest.mark.real
 def test_a_file_the_check_does_not_read_is_one_line_on_every_surface(
     shell: InteractiveShell, workspace: Path
 ) -> None:

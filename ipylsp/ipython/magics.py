@@ -16,6 +16,7 @@ from ipylsp.analysis.report import ShownReport
 from ipylsp.ipython.display import TextView, options_for
 from ipylsp.ipython.extension import CellChecks
 from ipylsp.lsp.requests.completion import COMPLETIONS
+from ipylsp.lsp.requests.document_highlight import DOCUMENT_HIGHLIGHT
 from ipylsp.lsp.requests.hover import HOVER
 from ipylsp.lsp.requests.locations import DEFINITION, REFERENCES
 from ipylsp.lsp.requests.signature_help import SIGNATURE_HELP
@@ -28,6 +29,7 @@ FEATURES: dict[str, Feature[None, Any]] = {
     "hover": HOVER,
     "definition": DEFINITION,
     "references": REFERENCES,
+    "highlight": DOCUMENT_HIGHLIGHT,
     "completions": COMPLETIONS,
     "symbols": SYMBOLS,
     "signature": SIGNATURE_HELP,

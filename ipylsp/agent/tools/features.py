@@ -24,6 +24,7 @@ from ipylsp.agent.tools.queries import (
 from ipylsp.lsp.requests.calls import CALLS
 from ipylsp.lsp.requests.code_actions import CODE_ACTIONS
 from ipylsp.lsp.requests.completion import COMPLETIONS
+from ipylsp.lsp.requests.document_highlight import DOCUMENT_HIGHLIGHT
 from ipylsp.lsp.requests.hover import HOVER
 from ipylsp.lsp.requests.locations import DEFINITION, IMPLEMENTATION, REFERENCES, TYPE_DEFINITION
 from ipylsp.lsp.requests.rename import RENAME
@@ -87,6 +88,7 @@ QUERIES: tuple[str, ...] = (
     answering("lsp_type_definition", TYPE_DEFINITION, places),
     answering("lsp_implementation", IMPLEMENTATION, places),
     answering("lsp_references", REFERENCES, places),
+    answering("lsp_document_highlight", DOCUMENT_HIGHLIGHT, places),
     answering("lsp_calls", CALLS, calls, params=lambda args: args.get("direction", "incoming"),
               properties={**POSITION, "direction": {
                   "type": "string", "enum": ["incoming", "outgoing"], "default": "incoming",
