@@ -272,12 +272,12 @@ def test_a_broken_reference_is_found() -> None:
         " `TransformerManager` (IPython's). `summary.shown` is a JSON field, `os.replace` is"
         " the standard library's, `text/plain` a MIME type. `IPyLSP.show_clean` and"
         " `IPyLSP.custom_servers` are knobs.\n"
-        "Gone: `lsp.server_rows`, `stored.config_key`, `ServerSpec.plain_settings`,"
+        "Gone: `lsp.server_rows`, `storage.config_key`, `ServerSpec.plain_settings`,"
         " `service/checked.py`, `lsp/gone/`, `NoSuchClass`, `analysis.positions.split_lines`,"
         " `IPyLSP.extra_specs` (a field, its knob is custom_servers), `IPyLSP.no_such_knob`."
     )
     assert checkout().broken(text) == [
-        "lsp.server_rows", "stored.config_key", "ServerSpec.plain_settings",
+        "lsp.server_rows", "storage.config_key", "ServerSpec.plain_settings",
         "service/checked.py", "lsp/gone/", "NoSuchClass", "analysis.positions.split_lines",
         "IPyLSP.extra_specs", "IPyLSP.no_such_knob",
     ]
