@@ -1,18 +1,24 @@
 """What a server's configuration files say, as the digest in the store's key: the sections
 that matter change it, the rest of a shared file does not, and a file is read again only when
-its stat changed."""
+its stat changed. A FIFO in a file's place is never opened: `digest` and `table` return at
+once (they run on the service's loop)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
-from ipylsp.servers import config_files, registry
+from ipylsp.servers import config_files, registry, regular_file
+
+T = TypeVar("T")
 
 TY = ("ty.toml", "pyproject.toml:tool.ty")
 PYPROJECT = '[project]\nname = "app"\n\n[tool.ty.rules]\nunresolved-reference = "warn"\n'
@@ -27,18 +33,48 @@ def fresh_cache() -> Iterator[None]:
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the files `config_files` opens, in order; a file's stat trusted at once
+    """The names of the files `config_files` reads, in order; a file's stat trusted at once
     (`settled` moves the mtime back, but utime moves the ctime to now)."""
     opened: list[str] = []
-    real_open = open
+    real_read = regular_file.read
 
-    def counting_open(path: str, *args: Any, **kwargs: Any) -> Any:
+    def counting_read(path: str | os.PathLike[str], *args: Any) -> bytes:
         opened.append(os.path.basename(path))
-        return real_open(path, *args, **kwargs)
+        return real_read(path, *args)
 
-    monkeypatch.setattr(config_files, "open", counting_open, raising=False)
+    monkeypatch.setattr(regular_file, "read", counting_read)
     monkeypatch.setattr(config_files, "RACY_NS", 0)
     return opened
+
+
+REGULAR = stat.S_IFREG | 0o644
+"""A regular file's `st_mode`, for a patched stat."""
+
+
+def at_once(call: Callable[[], T], fifo: Path, timeout: float = 10.0) -> T:
+    """`call()`'s value, called in a thread: a call that opens `fifo` to read it would block for
+    ever, and fails the test instead of hanging it (then a writer opens the FIFO and closes it,
+    which lets the reader go)."""
+    outcome: list[T] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(timeout)
+        pytest.fail(f"still blocked after {timeout} s: it opened the FIFO {fifo}")
+    if failed:
+        raise failed[0]
+    return outcome[0]
 
 
 def settled(path: Path, text: str) -> Path:
@@ -106,14 +142,14 @@ def test_a_file_changed_within_the_racy_window_is_read_again(
     """A write within the file system's timestamp tick may keep every field of the stat: a
     file changed less than `RACY_NS` before it was read is not trusted from its stat."""
     now = time.time_ns()
-    monkeypatch.setattr(config_files, "_signature", lambda path: (4, now, now, 1, 1))
+    monkeypatch.setattr(config_files, "_signature", lambda path: (4, now, now, 1, 1, REGULAR))
     path = tmp_path / "compile_flags.txt"
     path.write_text("-DA\n")
     first = config_files.digest(tmp_path, ("compile_flags.txt",))
     path.write_text("-DB\n")  # the same size, and (as patched) the same stat
     assert config_files.digest(tmp_path, ("compile_flags.txt",)) != first
     then = now - 10**10
-    monkeypatch.setattr(config_files, "_signature", lambda path: (4, then, then, 1, 1))
+    monkeypatch.setattr(config_files, "_signature", lambda path: (4, then, then, 1, 1, REGULAR))
     settled_digest = config_files.digest(tmp_path, ("compile_flags.txt",))
     path.write_text("-DC\n")  # changed under an unchanged stat long after: not seen, as designed
     assert config_files.digest(tmp_path, ("compile_flags.txt",)) == settled_digest
@@ -133,3 +169,56 @@ def test_a_table_is_read_as_the_digest_is(tmp_path: Path, reads: list[str]) -> N
     assert config_files.table(tmp_path / "ruff.toml") is None
     settled(pyproject, "[tool.ty\n")
     assert config_files.table(pyproject, "tool.ty") is None
+
+
+def test_a_fifo_in_a_files_place_is_never_opened(tmp_path: Path, reads: list[str]) -> None:
+    """A FIFO named pyproject.toml (whoever can write to a root can put one there): `table`
+    and `digest` return at once and open nothing. To `table` it is absent; to `digest` it is
+    its stat: not what no file says, the same while it is unchanged, and another one once a
+    regular file takes its place."""
+    fifo = tmp_path / "pyproject.toml"
+    absent = config_files.digest(tmp_path, TY)
+    os.mkfifo(fifo)
+    assert at_once(lambda: config_files.table(fifo, "tool.ty"), fifo) is None
+    assert at_once(lambda: config_files.table(fifo), fifo) is None
+    special = at_once(lambda: config_files.digest(tmp_path, TY), fifo)
+    assert special != absent
+    config_files.forget()
+    assert at_once(lambda: config_files.digest(tmp_path, TY), fifo) == special
+    assert reads == []
+    fifo.unlink()
+    settled(fifo, PYPROJECT)
+    assert config_files.digest(tmp_path, TY) not in (absent, special)
+    assert reads == ["pyproject.toml"]
+
+
+def test_a_fifo_swapped_in_after_the_stat_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stat that saw a regular file, then a FIFO in its place: `regular_file.read` opens it
+    without blocking and refuses it; `table` says nothing, and `digest` what it says of a file
+    it could not read (nothing), not trusted: the next call, with the FIFO's own stat, counts
+    that stat."""
+    fifo = tmp_path / "pyproject.toml"
+    absent = config_files.digest(tmp_path, TY)
+    os.mkfifo(fifo)
+    special = at_once(lambda: config_files.digest(tmp_path, TY), fifo)
+    config_files.forget()
+    real_stat = os.stat
+
+    def stale_stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        info = real_stat(path, *args, **kwargs)
+        if os.fspath(path) != str(fifo):
+            return info
+        fields = list(info)
+        fields[stat.ST_MODE] = REGULAR
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(os, "stat", stale_stat)
+    with pytest.raises(regular_file.NotRegular) as refused:
+        at_once(lambda: regular_file.read(fifo), fifo)
+    assert stat.S_ISFIFO(refused.value.mode)
+    assert at_once(lambda: config_files.table(fifo, "tool.ty"), fifo) is None
+    assert at_once(lambda: config_files.digest(tmp_path, TY), fifo) == absent
+    monkeypatch.setattr(os, "stat", real_stat)
+    assert at_once(lambda: config_files.digest(tmp_path, TY), fifo) == special

@@ -8,12 +8,21 @@ the server answers no error for exactly the files ipylsp says it excludes, and t
 the others; each fix a report gives is one of the scenarios (ruff's `exclude` without `dist`,
 ty's `!**/dist/`, pyrefly's `disable-project-excludes-heuristics`). pyright and basedpyright
 check every file they are given. A missing server fails its test.
+
+No configuration a user (or another user) can write at a server's root stops a check: a
+pattern that is no valid glob (the servers then keep their defaults, and so does ipylsp), a
+FIFO in a configuration file's place (never opened: the check keeps its budget, and every other
+check its own), a root another user can write to (refused before anything there is read).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import logging
+import os
+import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +36,7 @@ from ipylsp.cli import EXIT_FAILURE, main
 from ipylsp.model.diagnostics import Severity, UnknownReason
 from ipylsp.model.settings import Settings
 from ipylsp.servers import exclusions, registry
-from ipylsp.service.service import Service
+from ipylsp.service.service import FileCheck, Service
 from tests.real_servers import DATA_DIR, require, workspace, write
 from tests.test_ipython_kernel import TY_RUFF, Kernel, block, kernel_dir_for, ty_assign
 
@@ -57,6 +66,10 @@ PYREFLY_NODE_MODULES = (
     "default `project-excludes`)): results for this file are incomplete; set "
     "`disable-project-excludes-heuristics = true` in pyrefly.toml (or [tool.pyrefly] in "
     "pyproject.toml) to have pyrefly check them"
+)
+F821_BOTH = (
+    "ERROR [2:7] Name `undefined_name` used when not defined [unresolved-reference, F821] "
+    "(ty, Ruff)"
 )
 RUFF_GEN = (
     'UNKNOWN [ruff] excluded (ruff does not check files matching "gen" (`extend-exclude` in '
@@ -144,6 +157,23 @@ SCENARIOS = [
         {"pyproject.toml": "[tool.pyrefly]\ndisable-project-excludes-heuristics = true\n"},
     ),
     Scenario("pyrefly-above", "pyrefly", (), ("x.py", "sub/x.py"), above="venv"),
+    # A pattern that is no valid glob: the server refuses the configuration and keeps its
+    # defaults, its other patterns and switches dropped too (exclusions.py's docstring).
+    Scenario(
+        "ruff-invalid-pattern", "ruff", ("gen/x.py", "custom/x.py", "x.py", "one.py"),
+        ("dist/x.py",),
+        {"pyproject.toml": '[tool.ruff]\nexclude = ["custom"]\nextend-exclude = ["a[!]b", '
+                           '"gen"]\n[tool.ruff.lint]\nexclude = ["one.py"]\n'},
+    ),
+    Scenario(
+        "ty-invalid-pattern", "ty", ("gen/x.py", "other/x.py", "src/x.py"), ("dist/x.py",),
+        {"pyproject.toml": '[tool.ty.src]\ninclude = ["src"]\nexclude = ["[^]", "gen/"]\n'},
+    ),
+    Scenario(
+        "pyrefly-invalid-pattern", "pyrefly", ("gen/x.py",), ("node_modules/x.py",),
+        {"pyrefly.toml": 'project-excludes = ["[!]", "gen"]\n'
+                         "disable-project-excludes-heuristics = true\n"},
+    ),
     *(
         Scenario(f"{server}-everything", server,
                  ("node_modules/x.py", "__pycache__/x.py", ".venv/x.py", "dist/x.py",
@@ -288,3 +318,75 @@ def test_the_rules_are_read_again_when_the_configuration_changes(
         assert [(u.server_id, u.reason) for u in file.unknown] == [
             ("ruff", UnknownReason.EXCLUDED)
         ]
+
+
+def test_a_pattern_that_is_no_glob_stops_no_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`extend-exclude = ["[!]", "gen"]`: ruff refuses the configuration and checks `gen/` (its
+    default `exclude` still holds), and so says ipylsp: every file is checked, none FAILED,
+    nothing logged."""
+    require("ty")
+    require("ruff")
+    root = workspace(tmp_path, monkeypatch)
+    write(root, "pyproject.toml", '[tool.ruff]\nextend-exclude = ["[!]", "gen"]\n')
+    with caplog.at_level(logging.WARNING, logger="ipylsp"), _service("ty", "ruff") as service:
+        report = service.check_files([
+            FileCheck(write(root, name, BAD), before="") for name in ("gen/x.py", "dist/x.py")
+        ])
+    assert format_text(report) == "\n".join([
+        block("dist/x.py", TY_DIST, RUFF_DIST),
+        block("gen/x.py", TY_ERRORS[0], F821_BOTH),
+    ])
+    assert caplog.records == []
+
+
+def test_a_fifo_config_file_keeps_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO named pyproject.toml at a workspace's root: ipylsp opens nothing of it (reading
+    its exclusions, its digest, ty's environment), so the check returns within its budget with
+    the file's syntax error; ty and ruff themselves wait at it and time out. A file of another
+    workspace is checked next, in the same session, as ever."""
+    require("ty")
+    require("ruff")
+    root = workspace(tmp_path, monkeypatch)
+    os.mkfifo(root / "pyproject.toml")
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    budget = 3.0
+    settings = Settings(data_dir=DATA_DIR, language_servers={"python": ("ty", "ruff")},
+                        wait_budget=budget, semantic_after_syntax_error=True)
+    with Service(settings) as service:
+        started = time.monotonic()
+        report = service.check(write(root, "x.py", "def f(:\n    pass\n"), before="")
+        took = time.monotonic() - started
+        assert took <= budget + 0.25
+        [file] = report.files
+        assert format_text(report).splitlines()[1:2] == [
+            "ERROR [1:7] invalid syntax [SyntaxError] (ipylsp-syntax)"
+        ]
+        assert [(u.server_id, u.reason) for u in file.unknown] == [
+            ("ty", UnknownReason.TIMED_OUT), ("ruff", UnknownReason.TIMED_OUT)
+        ]
+        assert format_text(service.check(write(other, "x.py", BAD), before="")) == block(
+            "x.py", TY_ERRORS[0], F821_BOTH
+        )
+
+
+def test_a_root_another_user_can_write_to_is_refused_before_its_configuration_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its `extend-exclude = ["gen"]` is not read (it could be a FIFO, or say anything): ruff
+    is refused there, not `excluded`."""
+    require("ruff")
+    root = workspace(tmp_path, monkeypatch)
+    write(root, "pyproject.toml", '[tool.ruff]\nextend-exclude = ["gen"]\n')
+    path = write(root, "gen/x.py", BAD)
+    root.chmod(0o777)
+    with _service("ruff") as service:
+        [file] = service.check(path, before="").files
+    assert [(u.server_id, u.reason, u.detail) for u in file.unknown] == [(
+        "ruff", UnknownReason.REFUSED,
+        f"another user can write to {root}, where ruff would read configuration they put there",
+    )]

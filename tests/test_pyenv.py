@@ -26,6 +26,7 @@ import pytest
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.servers import executables, python_env, registry
 from ipylsp.servers.python_env import PythonEnv
+from tests.test_config_files import at_once
 
 PACKAGE = "ipylsp_only_in_venv"
 SOURCE = f'import {PACKAGE}\n\nx: int = "s"\n'
@@ -223,6 +224,16 @@ def test_ty_is_not_overridden_when_its_config_sets_the_environment(
     (tmp_path / filename).write_text(text)
     settings, _ = python_env.env_config("ty", ENV, root=tmp_path)
     assert (settings == {}) is configured
+
+
+@pytest.mark.parametrize("filename", ["ty.toml", "pyproject.toml"])
+def test_a_fifo_in_tys_config_is_never_opened(tmp_path: Path, filename: str) -> None:
+    """A FIFO in the place of ty's configuration (the service reads it on its loop) sets
+    nothing, and is never opened: the hand-over returns at once."""
+    fifo = tmp_path / filename
+    os.mkfifo(fifo)
+    handed = at_once(lambda: python_env.env_config("ty", ENV, root=tmp_path), fifo)
+    assert handed == ({"ty": {"configuration": {"environment": {"python": "/p/.venv"}}}}, None)
 
 
 def test_for_server_skips_non_python_servers(tmp_path: Path) -> None:

@@ -13,6 +13,10 @@ changed too recently for its stat to be trusted (a write within the file system'
 granularity keeps the mtime). `table` is one TOML file's parsed table, read by the same rule
 (`servers/exclusions.py` reads the patterns a server excludes there).
 
+Both run on the service's loop: only a regular file is read, opened without blocking
+(`regular_file.read`); a FIFO, a socket, a device or a directory in a file's place is never
+opened (opening a FIFO to read it waits for a writer, for ever, and with it every check).
+
 Reads files; knows nothing of the store, the pool or the check that asks.
 """
 
@@ -24,10 +28,13 @@ import hashlib
 import importlib
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from ipylsp.servers import regular_file
 
 __all__ = ["digest", "forget", "table"]
 
@@ -37,7 +44,7 @@ move for a write within the same tick (1-2 s on some file systems)."""
 MAX_CACHED = 512
 """Entries kept per cache; beyond, it starts over (rebuilt by one read per file)."""
 
-Signature = tuple[int, int, int, int, int]
+Signature = tuple[int, int, int, int, int, int]
 Place = tuple[str, str, str]  # path, name relative to the root, section
 
 _files: dict[tuple[str, str], tuple[Signature, str]] = {}
@@ -51,7 +58,12 @@ window."""
 
 def digest(root: Path, entries: tuple[str, ...]) -> str:
     """One hex digest of what `entries` (`ServerSpec.config_files`) say at `root`; "" when
-    there are none. A missing file, table or section counts as saying nothing."""
+    there are none. A missing file, table or section counts as saying nothing. A file that is
+    not a regular file (a FIFO, a device, a directory) is not read and counts as its stat: what
+    a server makes of it (waits at it, fails, reads what a writer sends) is not what it makes
+    of no file, so its answers must not be taken for those of a missing file, nor of the
+    regular file that was there before; and nothing else of it can be known without opening
+    it. Its stat changes when it is replaced, and a FIFO's when it is written to."""
     if not entries:
         return ""
     key = (str(root), entries)
@@ -83,9 +95,10 @@ def forget() -> None:
 def table(path: Path, section: str = "") -> dict[str, Any] | None:
     """The TOML table `section` (dotted; "" for the whole file) of the file at `path`; None
     when there is no such file or table, or the file does not parse as TOML (nothing is known
-    of what it says)."""
+    of what it says). A file that is not a regular file (a FIFO, a device, a directory) counts
+    as absent: it is never opened, so nothing is known of what it says either."""
     signature = _signature(str(path))
-    if signature is None:
+    if signature is None or not stat.S_ISREG(signature[5]):
         return None
     key = (str(path), section)
     cached = _tables.get(key)
@@ -93,10 +106,9 @@ def table(path: Path, section: str = "") -> dict[str, Any] | None:
         return cached[1]
     read_at = time.time_ns()
     try:
-        with open(path, "rb") as handle:
-            text = handle.read().decode("utf-8", "replace")
+        text = regular_file.read(path).decode("utf-8", "replace")
         value = _toml_table(text, section)
-    except (OSError, ValueError):
+    except (OSError, ValueError, regular_file.NotRegular):  # gone, or swapped since the stat
         return None
     found = value if isinstance(value, dict) else None
     if read_at - max(signature[1], signature[2]) >= RACY_NS:
@@ -115,27 +127,29 @@ def _places(root: str, entries: tuple[str, ...]) -> tuple[tuple[Place, ...], tup
 
 
 def _signature(path: str) -> Signature | None:
-    """(size, mtime, ctime, inode, device), None when there is no such file."""
+    """(size, mtime, ctime, inode, device, mode), None when there is no such file."""
     try:
         info = os.stat(path)
     except OSError:
         return None
-    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev,
+            info.st_mode)
 
 
 def _entry_digest(place: Place, signature: Signature | None) -> tuple[str, bool]:
     """What one file (or its section) says, and whether its stat may stand for it next time."""
     if signature is None:
         return "", True
+    if not stat.S_ISREG(signature[5]):  # never opened: its stat is all that is known (`digest`)
+        return "special:" + _hash(repr(signature).encode()), True
     path, name, section = place
     cached = _files.get((path, section))
     if cached is not None and cached[0] == signature:
         return cached[1], True
     read_at = time.time_ns()
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+        data = regular_file.read(path)
+    except (OSError, regular_file.NotRegular):  # gone, or swapped since the stat
         return "", False
     found = _section_digest(name, data, section) if section else _hash(data)
     if read_at - max(signature[1], signature[2]) < RACY_NS:

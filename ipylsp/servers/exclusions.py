@@ -23,6 +23,13 @@ The rules, as the installed servers apply them (tests/test_excluded.py):
   `disable-project-excludes-heuristics`; its patterns are anchored at the root, `*` crosses
   `/`.
 
+A configuration with a pattern that does not translate (a class left open or with nothing in
+it: `[!]`, `[^]`, `a[!]b`, `x[b`; a reversed range: `[z-a]`) is one the servers refuse: ruff,
+ty and pyrefly then keep their defaults, as if it set no exclusions at all (its other patterns
+and switches neither), and so do these rules; reading it never raises. Their glob dialects
+differ on a few patterns, read here one way for all three: pyrefly takes `[^]` and `[z-a]`;
+ty refuses `[!]]`, and ruff and ty refuse an unclosed `{` (read here as the character).
+
 Not read: a configuration that the root's `extend`s, one a server would find elsewhere than its
 root, and settings given to the server itself (`IPyLSP.servers`). Reads files through
 `config_files.table` (one `stat` per file while it is unchanged); knows nothing of checks.
@@ -95,16 +102,10 @@ _RUFF_FILES = ((".ruff.toml", ""), ("ruff.toml", ""), ("pyproject.toml", "tool.r
 
 def _ruff(root: Path, dirs: tuple[str, ...]) -> Callable[[Path], Excluded | None]:
     config, where = _first(root, _RUFF_FILES)
-    lint = config.get("lint")
-    replaced = _strings(config.get("exclude"))
-    patterns = [
-        *(_Pattern(d, _name(d), default=d) for d in dirs if replaced is None),
-        *_ruff_patterns(root, replaced or (), "exclude", where),
-        *_ruff_patterns(root, _strings(config.get("extend-exclude")) or (), "extend-exclude",
-                        where),
-        *_ruff_patterns(root, _strings(lint.get("exclude") if isinstance(lint, dict) else None)
-                        or (), "lint.exclude", where),
-    ]
+    try:
+        patterns = _ruff_all(root, dirs, config, where)
+    except _Untranslatable:  # ruff refuses the configuration: its defaults apply
+        patterns = _ruff_all(root, dirs, {}, "")
 
     def match(path: Path) -> Excluded | None:
         for candidate in _below(root, path):
@@ -132,13 +133,29 @@ def _ruff(root: Path, dirs: tuple[str, ...]) -> Callable[[Path], Excluded | None
     return match
 
 
+def _ruff_all(
+    root: Path, dirs: tuple[str, ...], config: dict[str, Any], where: str
+) -> list[_Pattern]:
+    """ruff's defaults unless `exclude` replaces them, then the user's patterns in `config`."""
+    lint = config.get("lint")
+    replaced = _strings(config.get("exclude"))
+    return [
+        *(_Pattern(d, _name(d), default=d) for d in dirs if replaced is None),
+        *_ruff_patterns(root, replaced or (), "exclude", where),
+        *_ruff_patterns(root, _strings(config.get("extend-exclude")) or (), "extend-exclude",
+                        where),
+        *_ruff_patterns(root, _strings(lint.get("exclude") if isinstance(lint, dict) else None)
+                        or (), "lint.exclude", where),
+    ]
+
+
 def _ruff_patterns(
     root: Path, texts: tuple[str, ...], key: str, where: str
 ) -> list[_Pattern]:
     """ruff's user patterns: a path anchored at the root (or absolute), or a name."""
     return [
         _Pattern(text, _anchored(root, text), key=key, where=where,
-                 by_name=re.compile(_translate(text, star_crosses=True)))
+                 by_name=_regex(_translate(text, star_crosses=True)))
         for text in texts
     ]
 
@@ -152,13 +169,10 @@ def _ty(root: Path, dirs: tuple[str, ...]) -> Callable[[Path], Excluded | None]:
     config, where = _first(root, _TY_FILES)
     if not where:  # no [src] table: whichever file ty would read says nothing of it
         where = "ty.toml" if (root / "ty.toml").is_file() else "pyproject.toml"
-    patterns = [
-        *(_gitignore(f"**/{d}/", default=d) for d in dirs),
-        *(_gitignore(t, key="src.exclude", where=where)
-          for t in _strings(config.get("exclude")) or ()),
-    ]
-    includes = _strings(config.get("include"))
-    included = [_gitignore(t) for t in includes] if includes is not None else None
+    try:
+        patterns, included = _ty_all(dirs, config, where)
+    except _Untranslatable:  # ty refuses the configuration: its defaults apply
+        patterns, included = _ty_all(dirs, {}, where)
 
     def match(path: Path) -> Excluded | None:
         try:
@@ -194,6 +208,19 @@ def _ty(root: Path, dirs: tuple[str, ...]) -> Callable[[Path], Excluded | None]:
     return match
 
 
+def _ty_all(
+    dirs: tuple[str, ...], config: dict[str, Any], where: str
+) -> tuple[list[_Pattern], list[_Pattern] | None]:
+    """ty's defaults and the user's `exclude` in `config`; its `include`, None when not set."""
+    patterns = [
+        *(_gitignore(f"**/{d}/", default=d) for d in dirs),
+        *(_gitignore(t, key="src.exclude", where=where)
+          for t in _strings(config.get("exclude")) or ()),
+    ]
+    includes = _strings(config.get("include"))
+    return patterns, [_gitignore(t) for t in includes] if includes is not None else None
+
+
 def _gitignore(text: str, *, default: str = "", key: str = "", where: str = "") -> _Pattern:
     """A ty pattern: anchored at the root; `!` takes back, a trailing `/` names a directory."""
     negated = text.startswith("!")
@@ -201,7 +228,7 @@ def _gitignore(text: str, *, default: str = "", key: str = "", where: str = "") 
     directory = body.endswith("/")
     body = body.rstrip("/").removeprefix("./").lstrip("/")
     return _Pattern(
-        text, re.compile(_translate(body, star_crosses=False)), default=default, key=key,
+        text, _regex(_translate(body, star_crosses=False)), default=default, key=key,
         where=where, negated=negated, directory=directory,
     )
 
@@ -213,13 +240,16 @@ _PYREFLY_FILES = (("pyrefly.toml", ""), ("pyproject.toml", "tool.pyrefly"))
 
 def _pyrefly(root: Path, dirs: tuple[str, ...]) -> Callable[[Path], Excluded | None]:
     config, where = _first(root, _PYREFLY_FILES)
+    texts = _strings(config.get("project-excludes", config.get("project_excludes"))) or ()
+    try:
+        patterns = [_Pattern(t, _anchored(root, t), key="project-excludes", where=where)
+                    for t in texts]
+    except _Untranslatable:  # pyrefly refuses the configuration: its defaults apply
+        config, patterns = {}, []
     heuristics = not (
         config.get("disable-project-excludes-heuristics")
         or config.get("disable_project_excludes_heuristics")
     )
-    texts = _strings(config.get("project-excludes", config.get("project_excludes"))) or ()
-    patterns = [_Pattern(t, _anchored(root, t), key="project-excludes", where=where)
-                for t in texts]
 
     def match(path: Path) -> Excluded | None:
         if heuristics:
@@ -292,15 +322,30 @@ def _anchored(root: Path, text: str) -> re.Pattern[str]:
     """A pattern of ruff's or pyrefly's as an absolute path: below the root unless absolute;
     `*` crosses `/`."""
     if text.startswith("/"):
-        return re.compile(_translate(text, star_crosses=True))
+        return _regex(_translate(text, star_crosses=True))
     relative = _translate(text.removeprefix("./"), star_crosses=True)
-    return re.compile(f"{re.escape(str(root))}/{relative}")
+    return _regex(f"{re.escape(str(root))}/{relative}")
+
+
+class _Untranslatable(Exception):
+    """A user's pattern that is no valid glob here: the configuration that holds it is one its
+    server refuses (the module's docstring)."""
+
+
+def _regex(regex: str) -> re.Pattern[str]:
+    """`regex` compiled; `_Untranslatable` when a glob became no valid regular expression (a
+    class with nothing in it, `[!]`; a reversed range, `[z-a]`) or one too deep to compile."""
+    try:
+        return re.compile(regex)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise _Untranslatable(str(exc)) from None
 
 
 def _translate(pattern: str, *, star_crosses: bool) -> str:
     """A glob as a regular expression: `**/` any directories (or none), `**` anything, `*`
     and `?` within a name unless `star_crosses`, `[...]` a class (`[!...]` negated), `{a,b}`
-    either, `\\` the next character as it is."""
+    either, `\\` the next character as it is. `_Untranslatable` for a class left open (a `]`
+    first in it is one of its characters: `[!]` is open)."""
     out = []
     i, n = 0, len(pattern)
     while i < n:
@@ -317,13 +362,17 @@ def _translate(pattern: str, *, star_crosses: bool) -> str:
         elif c == "?":
             out.append("." if star_crosses else "[^/]")
             i += 1
-        elif c == "[" and (end := pattern.find("]", i + 2)) != -1:
+        elif c == "[" and (
+            end := pattern.find("]", i + (3 if pattern.startswith(("[!", "[^"), i) else 2))
+        ) != -1:  # a `]` first in the class is one of its characters
             body = pattern[i + 1:end]
             negated = body[0] in "!^"
             body = body[1:] if negated else body
             chars = "".join(ch if ch == "-" else re.escape(ch) for ch in body)
             out.append(f"[{'^' if negated else ''}{chars}]")
             i = end + 1
+        elif c == "[":
+            raise _Untranslatable(f"a class left open in {pattern!r}")
         elif c == "{" and (end := pattern.find("}", i)) != -1:
             options = pattern[i + 1:end].split(",")
             out.append(

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ipylsp.model.server_spec import ServerSpec
+from ipylsp.servers import regular_file
 
 PROJECT_VENV_NAMES: tuple[str, ...] = (".venv", "venv")
 
@@ -119,11 +120,12 @@ _PYTHON_KEY = re.compile(r"^\s*python\s*=")
 
 
 def _ty_sets_python(root: Path) -> bool:
-    """Whether ty's own config at ``root`` sets ``environment.python`` (a cheap line scan)."""
+    """Whether ty's own config at ``root`` sets ``environment.python`` (a cheap line scan). A
+    file that is not a regular file (a FIFO) is never opened: it sets nothing."""
     for filename, table in _TY_ENV_TABLE.items():
         try:
-            text = (root / filename).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = regular_file.read(root / filename).decode("utf-8", "replace")
+        except (OSError, regular_file.NotRegular):
             continue
         current = ""
         for line in text.splitlines():

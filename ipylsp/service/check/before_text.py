@@ -7,8 +7,8 @@ service saw for the file, else the file's git HEAD version, else empty (a new fi
 A file is read only when it is a regular file of at most `Settings.max_file_bytes`: the path is
 stat'ed first, so a FIFO, a device, a socket or a directory is never opened (opening a FIFO
 blocks until a writer comes; a device may act on being opened), and it is opened without
-blocking in case it was swapped meanwhile. Anything else is `FileRefused`, which says why in one
-sentence.
+blocking in case it was swapped meanwhile (`servers/regular_file.py`, which the configuration
+files' reader shares). Anything else is `FileRefused`, which says why in one sentence.
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ import subprocess
 from pathlib import Path
 
 from ipylsp.model.settings import MB, Settings
+from ipylsp.servers import regular_file
 
 MAX_FILE_BYTES = Settings().max_file_bytes
 """The default limit (`Settings.max_file_mb`), for readers that are given no settings."""
-
-_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -98,21 +97,12 @@ def read_text(path: Path, max_bytes: int | None = MAX_FILE_BYTES) -> str | None:
 
 
 def _read(path: Path, max_bytes: int | None) -> str:
-    mode = os.stat(path).st_mode
-    if not stat.S_ISREG(mode):
-        raise _not_regular(mode)
-    with open(os.open(path, _READ_FLAGS), "rb") as handle:
-        st = os.fstat(handle.fileno())
-        if not stat.S_ISREG(st.st_mode):  # swapped since the stat
-            raise _not_regular(st.st_mode)
-        if max_bytes is None:
-            return decode(handle.read())
-        if st.st_size > max_bytes:
-            raise _too_large(st.st_size, max_bytes)
-        data = handle.read(max_bytes + 1)  # it may be growing: never more than the limit
-    if len(data) > max_bytes:
-        raise _too_large(len(data), max_bytes)
-    return decode(data)
+    try:
+        return decode(regular_file.read(path, max_bytes))
+    except regular_file.NotRegular as exc:
+        raise _not_regular(exc.mode) from None
+    except regular_file.TooLarge as exc:
+        raise _too_large(exc.size, exc.limit) from None
 
 
 def readable_text(path: Path, max_bytes: int | None = MAX_FILE_BYTES) -> str | None:

@@ -10,15 +10,17 @@ A missing server becomes an `Unknown` (with the automatic install's state when
 `install_strategy` is "auto"), in full the first time for a (server, root, reason, hint) and
 as a short line after that; so does, for a check, a file a server's own rules leave unchecked
 (`excluded`: ruff under `dist/`, a user's `extend-exclude`; `servers/exclusions.py`), which it
-would answer with nothing. `BatchLookups` looks each of these up
+would answer with nothing; its rules are read only at a root where the server may start (not
+`refused`: no other user can plant a file there). `BatchLookups` looks each of these up
 once per batch (the lookups stat directories; 1,000 files in a few directories need a few).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ipylsp import private
@@ -30,6 +32,8 @@ from ipylsp.servers import exclusions, executables, installers, python_env, regi
 from ipylsp.service.admin.autoinstall import AutoInstaller
 from ipylsp.service.check.file_reports import display_root
 from ipylsp.service.runtime.pool import ClientPool, Slot
+
+log = logging.getLogger(__name__)
 
 
 class Resolver:
@@ -58,6 +62,15 @@ class Resolver:
     def slot(self, spec: ServerSpec, path: Path, gate: Path | None = None) -> Slot | Unknown:
         """The pool slot serving `path` for `spec` (Python env handed over), or why none can.
         `gate`: the path's `shown_root`, when the caller knows it already."""
+        admitted = self.admit(spec, path, gate)
+        return self.add(admitted) if isinstance(admitted, NewSlot) else admitted
+
+    def admit(
+        self, spec: ServerSpec, path: Path, gate: Path | None = None
+    ) -> Slot | NewSlot | Unknown:
+        """What `slot` decides before it adds anything to the pool: the slot serving `path`
+        for `spec`, a `NewSlot` the pool does not hold yet (`add` adds it), or why none can
+        (not installed, refused)."""
         data = executables.data_dir(self.settings)
         resolution = executables.resolve(spec, data)
         gate = gate if gate is not None else self.shown_root(path)
@@ -87,7 +100,16 @@ class Resolver:
             if root != gate:
                 spec = python_env.first_party_root(spec, gate)
         served = python_env.for_server(spec, root, ceiling=gate)
-        return self.pool.add(served, root, resolution.command)
+        return NewSlot(served, root, resolution.command)
+
+    def add(self, new: NewSlot) -> Slot:
+        """`new`'s slot in the pool (its server starts when a check acquires it); the one the
+        pool holds already when one was added for the same server, root and command since
+        `new` was admitted (another directory of the batch with the same root)."""
+        found = self.pool.find(new.spec.id, new.root)
+        if found is not None and found.command == new.command:
+            return found
+        return self.pool.add(new.spec, new.root, new.command)
 
     def plain(self, path: Path) -> bool:
         """Whether `path`, in a workspace, is in no project: only below the directory the user
@@ -115,18 +137,31 @@ class Resolver:
     ) -> exclusions.Rules | None:
         """The files `spec` will not check where it serves `path` (its root's configuration
         read), or None when it checks every file it is given. `gate`: the path's
-        `shown_root`."""
+        `shown_root`. Call it only for a root `admit` lets a server start at: other users
+        cannot write there. Whatever a user's configuration holds, this never raises: rules
+        that cannot be read are None (the server is asked, and answers as it will)."""
         if spec.excludes is None:
             return None
-        return exclusions.rules(spec, self.server_root(spec, path, gate))
+        root = self.server_root(spec, path, gate)
+        try:
+            return exclusions.rules(spec, root)
+        except Exception:  # a bug of ours on an odd configuration must not fail the check
+            log.warning("cannot read %s's exclusions at %s", spec.id, root, exc_info=True)
+            return None
 
     def excluded(
         self, spec: ServerSpec, path: Path, rules: exclusions.Rules | None
     ) -> Unknown | None:
         """Why `spec` would answer nothing for `path` by its own `rules`, with the fix; None
-        when it checks it."""
-        found = rules.match(path) if rules is not None else None
-        if rules is None or found is None:
+        when it checks it (or its rules fail on it: see `exclusion_rules`)."""
+        if rules is None:
+            return None
+        try:
+            found = rules.match(path)
+        except Exception:  # as in `exclusion_rules`
+            log.warning("cannot match %s against %s's exclusions", path, spec.id, exc_info=True)
+            return None
+        if found is None:
             return None
         return self.unknown(spec, rules.root, UnknownReason.EXCLUDED, found.why, found.fix)
 
@@ -172,6 +207,16 @@ class Resolver:
         self._auto.close()
 
 
+@dataclass(frozen=True, slots=True)
+class NewSlot:
+    """A slot `Resolver.admit` allows and the pool does not hold yet: the server as it will be
+    started (overrides and Python environment applied), its root and its command."""
+
+    spec: ServerSpec
+    root: Path
+    command: tuple[str, ...]
+
+
 REFUSED_HINT = (
     "move the project below a directory only you can write to (or, if you vouch for whoever "
     "else can write there, add it to IPyLSP.trusted_roots)"
@@ -211,7 +256,7 @@ class BatchLookups:
         self._resolver = resolver
         self._roots: dict[Path, Path | None] = {}
         self._specs: dict[str, list[ServerSpec]] = {}
-        self._slots: dict[tuple[str, Path], Slot | Unknown] = {}
+        self._slots: dict[tuple[str, Path], Slot | NewSlot | Unknown] = {}
         self._rules: dict[tuple[str, Path], exclusions.Rules | None] = {}
 
     def shown_root(self, path: Path) -> Path | None:
@@ -225,17 +270,26 @@ class BatchLookups:
         return self._specs[language_id]
 
     def slot(self, spec: ServerSpec, path: Path) -> Slot | Unknown:
-        """The slot that checks `path` for `spec`, or why none does: `excluded` (the file's
-        own name may be what excludes it), else its directory's slot."""
+        """The slot that checks `path` for `spec`, or why none does: its directory's reason
+        (not installed, refused), else `excluded` (the file's own name may be what excludes
+        it), else its directory's slot. The configuration at a root is read only once a
+        server may start there: a root another user can write to may hold anything (a FIFO
+        named `pyproject.toml`), and nothing there is opened. A slot is added to the pool
+        only for a file its server checks."""
         key = (spec.id, path.parent)
+        if key not in self._slots:
+            self._slots[key] = self._resolver.admit(spec, path, self.shown_root(path))
+        admitted = self._slots[key]
+        if isinstance(admitted, Unknown):
+            return admitted
         if key not in self._rules:
             self._rules[key] = self._resolver.exclusion_rules(spec, path, self.shown_root(path))
         excluded = self._resolver.excluded(spec, path, self._rules[key])
         if excluded is not None:
             return excluded
-        if key not in self._slots:
-            self._slots[key] = self._resolver.slot(spec, path, self.shown_root(path))
-        return self._slots[key]
+        if isinstance(admitted, NewSlot):
+            admitted = self._slots[key] = self._resolver.add(admitted)
+        return admitted
 
 
 def plain_spec(spec: ServerSpec) -> ServerSpec:
