@@ -220,3 +220,34 @@ def test_a_cell_writing_below_a_plain_directory_gets_tys_error(tmp_path: Path) -
         error = block("sub/two.py", ty_assign(1, "Literal[1]", want="str"))
         assert wrote.displays[-1] == error
         assert k.run("%lsp check sub/two.py --all").result == error
+
+
+def test_ty_servers_below_a_plain_directory_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One ty per directory the user writes in below a plain directory, but never more than
+    `PLAIN_DIRECTORY_SERVERS` at once: the least recently used goes (and its process with it),
+    and a directory written to again gets a new one and its error."""
+    from ipylsp.service.runtime.resolver import PLAIN_DIRECTORY_SERVERS
+
+    require("ty")
+    home = _home(tmp_path)
+    _moved_home(home, monkeypatch)
+    settings = Settings(directory=home, data_dir=DATA_DIR, language_servers={"python": ("ty",)})
+    names = [f"d{n}" for n in range(PLAIN_DIRECTORY_SERVERS + 2)]
+    with Service(settings) as service:
+        for name in names:
+            (home / name).mkdir()
+            path = home / name / "mod.py"
+            path.write_text("x: int = 'a'\n")
+            assert format_text(service.check(path, before="")) == block(
+                f"{name}/mod.py", ty_assign(1, 'Literal["a"]')
+            )
+        rows = service.status()
+        assert sorted(s.root for s in rows) == [home / n for n in names[-PLAIN_DIRECTORY_SERVERS:]]
+        assert len({s.pid for s in rows}) == PLAIN_DIRECTORY_SERVERS
+        first = home / names[0] / "mod.py"
+        assert format_text(service.check(first, before="")) == block(
+            f"{names[0]}/mod.py", ty_assign(1, 'Literal["a"]')
+        )
+        assert len(service.status()) == PLAIN_DIRECTORY_SERVERS

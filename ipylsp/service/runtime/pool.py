@@ -208,6 +208,29 @@ class ClientPool:
         await asyncio.gather(*(self._stop_slot(slot) for slot in slots))
         return live
 
+    def retire_below(self, server_id: str, below: Path, keep: int, *, besides: Slot) -> int:
+        """At most `keep` slots of `server_id` rooted strictly below `below` stay, `besides`
+        (just added) among them: the least recently used of the others that no check is using
+        are stopped in the background and forgotten (a plain directory's servers, one per
+        directory the user writes in, must not grow without bound). How many went."""
+        def used(slot: Slot) -> float:
+            return slot.client.last_used if slot.client is not None else slot.start_began
+
+        below_it = sorted(
+            (slot for (sid, root), slot in self._slots.items()
+             if sid == server_id and root != below and root.is_relative_to(below)
+             and slot is not besides),
+            key=used, reverse=True,
+        )
+        retired = [slot for slot in below_it[max(keep - 1, 0):]
+                   if slot.checks == 0 and slot.starting is None]
+        for slot in retired:
+            self._slots.pop((slot.spec.id, slot.root), None)
+            client, slot.client = slot.client, None
+            if client is not None:
+                self._stop_later(client)
+        return len(retired)
+
     async def restart(self, server_id: str | None = None, root: Path | None = None) -> int:
         """Stop and forget the slots (clearing broken marks); the next use starts afresh."""
         slots = self._matching(server_id, root)

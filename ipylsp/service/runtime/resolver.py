@@ -95,12 +95,14 @@ class Resolver:
             or found.starting is not None
         ):  # else a stopped server whose command was configured anew: the new one starts
             return found
+        below: Path | None = None
         if gate is not None and self.plain(path):
             spec = plain_spec(spec)  # the directory the user works in: no discovery of its own
             if root != gate:
                 spec = python_env.first_party_root(spec, gate)
+                below = gate
         served = python_env.for_server(spec, root, ceiling=gate)
-        return NewSlot(served, root, resolution.command)
+        return NewSlot(served, root, resolution.command, below)
 
     def add(self, new: NewSlot) -> Slot:
         """`new`'s slot in the pool (its server starts when a check acquires it); the one the
@@ -109,7 +111,10 @@ class Resolver:
         found = self.pool.find(new.spec.id, new.root)
         if found is not None and found.command == new.command:
             return found
-        return self.pool.add(new.spec, new.root, new.command)
+        slot = self.pool.add(new.spec, new.root, new.command)
+        if new.below is not None:  # one more directory's server below a plain directory
+            self.pool.retire_below(new.spec.id, new.below, PLAIN_DIRECTORY_SERVERS, besides=slot)
+        return slot
 
     def plain(self, path: Path) -> bool:
         """Whether `path`, in a workspace, is in no project: only below the directory the user
@@ -215,7 +220,13 @@ class NewSlot:
     spec: ServerSpec
     root: Path
     command: tuple[str, ...]
+    below: Path | None = None
+    """The plain directory it serves a subdirectory of (`server_root`), if it does."""
 
+
+PLAIN_DIRECTORY_SERVERS = 4
+"""The most servers of one kind rooted below one plain directory (ty: one per directory the
+user writes in, ~35 MB each); past it, the least recently used one idle goes."""
 
 REFUSED_HINT = (
     "move the project below a directory only you can write to (or, if you vouch for whoever "
