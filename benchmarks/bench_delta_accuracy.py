@@ -2,8 +2,10 @@
 per language and server, against what the write did.
 
 Run: ``.venv/bin/python benchmarks/bench_delta_accuracy.py [--languages python,typescript,c,go]
-[--modes cold,warm]``. Prints one JSON object (also written to
+[--targets go/gopls-gopath,...] [--modes cold,warm]``. Prints one JSON object (also written to
 ``benchmarks/results/bench_delta_accuracy.json``); progress and every wrong scenario on stderr.
+A missing server, tree or tool (``go``, ``node``, ``cpp``) stops it, saying what to install:
+a table with a hole would read as a measurement.
 
 Source trees, from packages only, fetched once into the git-ignored ``.cache/delta-accuracy/``:
 
