@@ -11,25 +11,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ipylsp._version import __version__
-from ipylsp.lsp.requests.completion import COMPLETIONS
-from ipylsp.lsp.requests.document_highlight import DOCUMENT_HIGHLIGHT
-from ipylsp.lsp.requests.hover import HOVER
-from ipylsp.lsp.requests.locations import DEFINITION, REFERENCES
-from ipylsp.lsp.requests.signature_help import SIGNATURE_HELP
-from ipylsp.lsp.requests.symbols import SYMBOLS
 
 if TYPE_CHECKING:
     from ipylsp.lsp.requests import Feature, FeatureResult
+    from ipylsp.model.answers import Completion, Location, Symbol
     from ipylsp.model.diagnostics import Report
     from ipylsp.model.settings import Settings
     from ipylsp.model.status import ServerStatus
     from ipylsp.service import Service
 
 A = TypeVar("A")
-F = TypeVar("F", bound=Callable[..., Any])
+
 
 def get_service(settings: Settings | None = None) -> Service:
     """The process-wide `Service` (created on first use; `settings` only applies then)."""
@@ -100,55 +95,80 @@ def pending() -> Report:
     return service.pending(options, again="ipylsp.pending()")
 
 
-class AtPlace(Protocol[A]):
-    """A feature's function: its answer at a 1-based line and column (in characters)."""
-
-    def __call__(
-        self, path: str | os.PathLike[str], line: int, column: int
-    ) -> FeatureResult[A]: ...
-
-
-class OfFile(Protocol[A]):
-    """A feature's function: its answer for a whole file."""
-
-    def __call__(self, path: str | os.PathLike[str]) -> FeatureResult[A]: ...
+def _at(
+    feature: Feature[None, A], path: str | os.PathLike[str], line: int, column: int
+) -> FeatureResult[A]:
+    """`feature` at a 1-based line and column (in characters); it prints as the answer."""
+    if not isinstance(line, int) or not isinstance(column, int) or line < 1 or column < 1:
+        raise ValueError("line and column are 1-based positive integers")
+    return get_service().feature(feature, path, line - 1, column - 1)
 
 
-def _at(feature: Feature[None, A]) -> AtPlace[A]:
-    """`ipylsp.<kind>(path, line, column)`: `feature` at a 1-based place; it prints as the
-    answer."""
-
-    def at(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[A]:
-        if not isinstance(line, int) or not isinstance(column, int) or line < 1 or column < 1:
-            raise ValueError("line and column are 1-based positive integers")
-        return get_service().feature(feature, path, line - 1, column - 1)
-
-    return _named(at, feature, f"{feature.about} Positions are 1-based (characters).")
+# The features, a function each (what each asks is its module in ipylsp/lsp/requests/): each
+# imports its feature when called, so that `import ipylsp` stays cheap (`%load_ext` pays it);
+# its docstring is its feature's `about` (tests/test_api.py holds them equal).
 
 
-def _of(feature: Feature[None, A]) -> OfFile[A]:
-    """`ipylsp.<kind>(path)`: `feature` for a whole file; it prints as the answer."""
+def hover(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[str]:
+    """The type and documentation of the symbol at a place. Positions are 1-based
+    (characters)."""
+    from ipylsp.lsp.requests.hover import HOVER
 
-    def of(path: str | os.PathLike[str]) -> FeatureResult[A]:
-        return get_service().feature(feature, path)
-
-    return _named(of, feature, feature.about)
-
-
-def _named(function: F, feature: Feature[None, Any], doc: str) -> F:
-    function.__name__ = function.__qualname__ = feature.kind
-    function.__doc__ = doc
-    return function
+    return _at(HOVER, path, line, column)
 
 
-# The features, one line each (what each asks is its module in ipylsp/lsp/requests/).
-hover = _at(HOVER)
-definition = _at(DEFINITION)
-references = _at(REFERENCES)
-completions = _at(COMPLETIONS)
-symbols = _of(SYMBOLS)
-signature_help = _at(SIGNATURE_HELP)
-document_highlight = _at(DOCUMENT_HIGHLIGHT)
+def definition(
+    path: str | os.PathLike[str], line: int, column: int
+) -> FeatureResult[tuple[Location, ...]]:
+    """Where the symbol at a place is defined. Positions are 1-based (characters)."""
+    from ipylsp.lsp.requests.locations import DEFINITION
+
+    return _at(DEFINITION, path, line, column)
+
+
+def references(
+    path: str | os.PathLike[str], line: int, column: int
+) -> FeatureResult[tuple[Location, ...]]:
+    """Every reference to the symbol at a place, its definition included. Positions are
+    1-based (characters)."""
+    from ipylsp.lsp.requests.locations import REFERENCES
+
+    return _at(REFERENCES, path, line, column)
+
+
+def completions(
+    path: str | os.PathLike[str], line: int, column: int
+) -> FeatureResult[tuple[Completion, ...]]:
+    """What may be written at a place: names, members, keywords. Positions are 1-based
+    (characters)."""
+    from ipylsp.lsp.requests.completion import COMPLETIONS
+
+    return _at(COMPLETIONS, path, line, column)
+
+
+def symbols(path: str | os.PathLike[str]) -> FeatureResult[tuple[Symbol, ...]]:
+    """A file's outline: its classes, functions and variables, nested."""
+    from ipylsp.lsp.requests.symbols import SYMBOLS
+
+    return get_service().feature(SYMBOLS, path)
+
+
+def signature_help(path: str | os.PathLike[str], line: int, column: int) -> FeatureResult[str]:
+    """The signature of the call at a place, with the parameter being written. Positions are
+    1-based (characters)."""
+    from ipylsp.lsp.requests.signature_help import SIGNATURE_HELP
+
+    return _at(SIGNATURE_HELP, path, line, column)
+
+
+def document_highlight(
+    path: str | os.PathLike[str], line: int, column: int
+) -> FeatureResult[tuple[Location, ...]]:
+    """Every place in its file where the symbol at a place is written or read. Positions are
+    1-based (characters)."""
+    from ipylsp.lsp.requests.document_highlight import DOCUMENT_HIGHLIGHT
+
+    return _at(DOCUMENT_HIGHLIGHT, path, line, column)
 
 
 def subscribe(callback: Callable[[Report], object]) -> None:
