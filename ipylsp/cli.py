@@ -308,7 +308,8 @@ def _cache(settings: Settings, out: TextIO, action: str) -> int:
 
 def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     from ipylsp.analysis import report as fmt
-    from ipylsp.service import FileCheck, Service
+    from ipylsp.model.checks import FileCheck
+    from ipylsp.service import Service
 
     before: str | None = None
     if args.before is not None:

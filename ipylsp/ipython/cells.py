@@ -19,7 +19,8 @@ from ipylsp.model.diagnostics import Report
 
 if TYPE_CHECKING:
     from ipylsp.analysis.cells.ran import Ran
-    from ipylsp.service import CellSession, FileCheck, Service
+    from ipylsp.model.checks import FileCheck
+    from ipylsp.service import CellSession, Service
 
 COLD_BUDGET = 0.05
 """Seconds a cell's check waits while its servers are still starting: the syntax tier's and

@@ -187,7 +187,7 @@ class CellChecks:
     ) -> None:
         """One display for the cell: what its code introduced (cells first), then what its
         writes introduced in files."""
-        from ipylsp.service import FileCheck
+        from ipylsp.model.checks import FileCheck
 
         output = CellReport()
         if writes or cell is not None:

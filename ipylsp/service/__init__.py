@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
     from ipylsp.service.cache import STORE_OFF as STORE_OFF
     from ipylsp.service.cells import CellSession as CellSession
     from ipylsp.service.cells import KernelView as KernelView
-    from ipylsp.service.check.batch import FileCheck as FileCheck
     from ipylsp.service.check.before_text import MAX_FILE_BYTES as MAX_FILE_BYTES
     from ipylsp.service.check.before_text import FileRefused as FileRefused
     from ipylsp.service.check.before_text import read_text as read_text
@@ -38,7 +37,6 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
 
 _EXPORTS = {
     "Service": "service", "NOTHING_PENDING": "service",
-    "FileCheck": "check.batch",
     "CellSession": "cells", "KernelView": "cells",
     "get_service": "runtime.process_wide", "reset_service": "runtime.process_wide",
     "InstallProgress": "admin.server_table", "StatusView": "admin.server_table",

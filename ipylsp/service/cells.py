@@ -44,11 +44,11 @@ from ipylsp.analysis.cells.neutralize import Reader, plain_reading
 from ipylsp.analysis.cells.ran import Evidence, Ran
 from ipylsp.analysis.report.selection import FormatOptions
 from ipylsp.lsp.procfs import HOST, running
+from ipylsp.model.checks import FileCheck
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason
 from ipylsp.model.settings import WORKSPACE_MARKERS
 from ipylsp.private import NotPrivate, fresh_dir, owned_dir, seal
 from ipylsp.servers import roots
-from ipylsp.service.check.batch import FileCheck
 
 
 class Checks(Protocol):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ipylsp.analysis.naturalsort import natural_key
 from ipylsp.lsp.client import FILE_CREATED, ClientError
+from ipylsp.model.checks import FileCheck
 from ipylsp.model.diagnostics import FileReport, Unknown, UnknownReason, display_path
 from ipylsp.service.check import elsewhere, server_run
 from ipylsp.service.check.before_text import FileRefused
@@ -38,21 +39,6 @@ CUT_HINT = (
     "their results go to `%lsp pending` as they arrive; a larger IPyLSP.wait_budget waits "
     "for them"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class FileCheck:
-    """One file to check: `before` is its text before the write (None: what the service knows)."""
-
-    path: Path
-    before: str | None = None
-    content: str | None = None
-    virtual: bool = False
-    """`content` is a document that exists only in memory (the notebook's cells): never read
-    from or saved to disk, no file events, kept as known like a written file."""
-    preflight: bool = False
-    """With `virtual`: a text checked before it runs (a cell's preflight); the known baseline
-    stays the last text that ran. (A file's `content` is always a preflight.)"""
 
 
 @dataclass
