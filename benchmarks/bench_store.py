@@ -43,7 +43,7 @@ from ipylsp.lsp import jsonrpc
 from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
 from ipylsp.model.settings import Settings
 from ipylsp.servers import config_files
-from ipylsp.service import cache
+from ipylsp.service import answers
 from ipylsp.service.check import files as files_mod
 from ipylsp.service.service import Service
 from ipylsp.store import Store
@@ -81,7 +81,7 @@ class StoreClock:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        saved = {name: getattr(cache.Answers, name) for name in ("put", "baseline")}
+        saved = {name: getattr(answers.Answers, name) for name in ("put", "baseline")}
         key = files_mod.config_key
 
         def timed(original: Callable[..., Any], *, is_key: bool = False) -> Callable[..., Any]:
@@ -96,13 +96,13 @@ class StoreClock:
             return call
 
         for name, original in saved.items():
-            setattr(cache.Answers, name, timed(original))
+            setattr(answers.Answers, name, timed(original))
         files_mod.config_key = timed(key, is_key=True)
         try:
             yield
         finally:
             for name, original in saved.items():
-                setattr(cache.Answers, name, original)
+                setattr(answers.Answers, name, original)
             files_mod.config_key = key
 
 

@@ -2,7 +2,7 @@
 `ARCHITECTURE.md`, `docs/` and ipylsp's docstrings names something that exists.
 
 What counts as a reference, and how it resolves:
-- a path (`service/cache.py`, `lsp/requests/`, `writer.py`): a file or directory of the
+- a path (`service/answers.py`, `lsp/requests/`, `writer.py`): a file or directory of the
   checkout whose path ends with it;
 - a dotted name of ours (`roots.workspace_gate`, `ipylsp.store.db.connect`,
   `ServerSpec.plain`, `report.merge.SAME_PROBLEM`): its first part a module, package or class
@@ -267,7 +267,7 @@ def test_every_reference_names_something_that_exists(document: str) -> None:
 def test_a_broken_reference_is_found() -> None:
     """The check itself fails on references that name nothing, and only on those."""
     text = (
-        "`service/cache.py` holds `Answers`; `lsp/requests/` and `writer.py` exist, and so do"
+        "`service/answers.py` holds `Answers`; `lsp/requests/` and `writer.py` exist, and so do"
         " `roots.workspace_gate`, `ipylsp.store.db.connect`, `ServerSpec.plain` and"
         " `TransformerManager` (IPython's). `summary.shown` is a JSON field, `os.replace` is"
         " the standard library's, `text/plain` a MIME type. `IPyLSP.show_clean` and"

@@ -30,7 +30,7 @@ DIAGS = (
 
 
 STORE_LOGGERS = ("ipylsp.store.db", "ipylsp.store.writer",
-                 "ipylsp.service.cache")
+                 "ipylsp.service.answers")
 """Whose warnings a test counts: a thread another test left (a server's exit watcher) may log
 to `ipylsp` meanwhile."""
 
@@ -512,7 +512,7 @@ def test_the_default_file_is_not_the_one_an_older_ipylsp_opens(
     """An ipylsp from before issue 28 drops its own locks on `store.sqlite3`: it must never
     share a file with this one."""
     from ipylsp.model.settings import Settings
-    from ipylsp.service.cache import store_file
+    from ipylsp.service.answers import store_file
 
     monkeypatch.delenv("IPYLSP_STORE", raising=False)
     assert store_file(Settings(data_dir=tmp_path)) == tmp_path / "store.v2.sqlite3"
@@ -522,7 +522,7 @@ def test_the_service_says_once_why_a_network_store_is_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from ipylsp.model.settings import Settings
-    from ipylsp.service.cache import Answers
+    from ipylsp.service.answers import Answers
     from ipylsp.store import db
 
     monkeypatch.setattr(db, "network_file_system", lambda directory, mountinfo=None: "nfs4")
@@ -542,7 +542,7 @@ def test_a_stored_outline_is_stale_past_the_read_limit(tmp_path: Path) -> None:
     from dataclasses import replace as changed
 
     from ipylsp.model.settings import Settings
-    from ipylsp.service.cache import Answers
+    from ipylsp.service.answers import Answers
 
     source = tmp_path / "big.py"
     source.write_text("def f():\n    pass\n" + "#" * 3000 + "\n")

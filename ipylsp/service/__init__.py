@@ -6,7 +6,7 @@ behind it are the service's own.
 Rooms by concern: the check pipeline (`check/`), the runtime that runs servers (`runtime/`:
 loop, pool, resolver, cleanup, the process-wide service, the status file), queries beyond
 diagnostics (`queries`), the notebook's cells (`cells`), where reports go (`outputs/`),
-administration of servers (`admin/`), and the store as a cache (`cache`). Never imports
+administration of servers (`admin/`), and the store as a cache (`answers`). Never imports
 IPython, Jupyter, tornado, traitlets or mcp: the surfaces adapt it.
 
 Names load on first use: a thin client (the CLI's `status`) imports only what it touches.
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
     from ipylsp.service.admin.server_table import InstallProgress as InstallProgress
     from ipylsp.service.admin.server_table import StatusView as StatusView
     from ipylsp.service.admin.server_table import UnknownServer as UnknownServer
-    from ipylsp.service.cache import STORE_OFF as STORE_OFF
+    from ipylsp.service.answers import STORE_OFF as STORE_OFF
     from ipylsp.service.cells import CellSession as CellSession
     from ipylsp.service.cells import KernelView as KernelView
     from ipylsp.service.check.before_text import MAX_FILE_BYTES as MAX_FILE_BYTES
@@ -41,7 +41,7 @@ _EXPORTS = {
     "get_service": "runtime.process_wide", "reset_service": "runtime.process_wide",
     "InstallProgress": "admin.server_table", "StatusView": "admin.server_table",
     "UnknownServer": "admin.server_table",
-    "STORE_OFF": "cache",
+    "STORE_OFF": "answers",
     "MAX_FILE_BYTES": "check.before_text", "FileRefused": "check.before_text",
     "read_text": "check.before_text", "readable_text": "check.before_text",
     "special_file": "check.before_text",

@@ -29,7 +29,7 @@ from ipylsp.model.diagnostics import Cached, Unknown, UnknownReason, display_pat
 from ipylsp.model.positions import word_at
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.servers import languages
-from ipylsp.service.cache import Answers
+from ipylsp.service.answers import Answers
 from ipylsp.service.check.before_text import FileRefused, read_text
 from ipylsp.service.runtime.pool import Slot
 from ipylsp.service.state import ServiceState

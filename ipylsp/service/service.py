@@ -23,7 +23,7 @@ from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.settings import Settings
 from ipylsp.model.status import ServerState, ServerStatus
 from ipylsp.service.admin.control import HANDOVER_MARGIN, ServerControl
-from ipylsp.service.cache import clear_store, store_info, stored_report
+from ipylsp.service.answers import clear_store, store_info, stored_report
 from ipylsp.service.cells import CellSession, document_in
 from ipylsp.service.check import batch
 from ipylsp.service.check.batch import FileCheck

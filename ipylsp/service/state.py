@@ -1,7 +1,7 @@
 """`ServiceState`: what the rooms of the service share, owned once.
 
 The settings, the client pool, the resolver (which servers serve a path, rooted where), the
-files the service has checked (`check.known_files`) and the store as a cache (`cache`).
+files the service has checked (`check.known_files`) and the store as a cache (`answers`).
 The facade makes one and hands it to the check pipeline, the queries and the administration
 of servers; `configure` is the only place the settings change. Holds no behaviour of its
 own beyond that: it may not check, query or render anything.
@@ -10,7 +10,7 @@ own beyond that: it may not check, query or render anything.
 from __future__ import annotations
 
 from ipylsp.model.settings import Settings
-from ipylsp.service.cache import Answers, store_file
+from ipylsp.service.answers import Answers, store_file
 from ipylsp.service.check.known_files import KnownFiles
 from ipylsp.service.runtime.pool import ClientPool
 from ipylsp.service.runtime.resolver import Resolver

@@ -5,7 +5,7 @@ outlines servers gave, for symbols by name.
 Owns the file (`db`: WAL, versioned migrations, a corrupt file rebuilt), the rows (`codec`), a
 writer thread (`writer`: writes never on the caller's path) and the facade (`store`). Keeps
 model values and imports nothing above them; which file, when to write and what to read back
-is the service's side (`service/cache.py`). See docs/store.md.
+is the service's side (`service/answers.py`). See docs/store.md.
 """
 
 from ipylsp.store.db import STORE_ENV

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 BUSY_TIMEOUT_MS = 5000
 STORE_ENV = "IPYLSP_STORE"
 """A store file for every process that inherits it (kernels, the Jupyter server, the CLI);
-the service's side reads it (`service/cache.py`)."""
+the service's side reads it (`service/answers.py`)."""
 
 MIGRATIONS: tuple[str, ...] = (
     """

@@ -21,7 +21,7 @@ from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.model.diagnostics import Diagnostic, FileReport, Unknown, UnknownReason, display_path
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 from ipylsp.servers import languages, registry
-from ipylsp.service.cache import config_key
+from ipylsp.service.answers import config_key
 from ipylsp.service.check import syntax_gate
 from ipylsp.service.check.before_text import git_head_text, read_text
 from ipylsp.service.check.file_reports import file_report
@@ -52,7 +52,7 @@ class ServerOutcome:
 
     @functools.cached_property
     def config(self) -> str:
-        """What the server's answers depend on besides the text (`cache.config_key`):
+        """What the server's answers depend on besides the text (`answers.config_key`):
         computed once, for the baseline lookup and the puts alike."""
         return config_key(self.slot)
 
