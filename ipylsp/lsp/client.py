@@ -7,9 +7,10 @@ version than the one it is credited to. A push counts only when it carries the a
 (or, for servers that send no version, when it arrived after the change was sent; a server
 that names versions is asked again after a push without one: diagnostics.py).
 
-The client keeps the process, its state machine and the order of the steps; the initialize
-exchange is in handshake.py, document sync in sync.py, the server->client handlers in
-server_requests.py, the waiting for a version's diagnostics in diagnostics.py.
+The client keeps the process (run in its client's `Environment`), its state machine and the
+order of the steps; the initialize exchange is in handshake.py, document sync in sync.py, the
+server->client handlers in server_requests.py, the waiting for a version's diagnostics in
+diagnostics.py.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ipylsp.lsp.process import ServerProcess, spawn
 from ipylsp.lsp.server_requests import STATIC_PULL, Progress, ServerHandlers
 from ipylsp.lsp.sync import DocumentSync
 from ipylsp.model.diagnostics import Diagnostic, UnknownReason
+from ipylsp.model.environment import Environment
 from ipylsp.model.positions import Encoding
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.status import ServerState
@@ -73,10 +75,13 @@ class LanguageClient:
         shutdown_grace: float = 2.0,
         max_open_documents: int = 50,
         max_message_bytes: int = 64 * 1024 * 1024,
+        environment: Environment | None = None,
     ) -> None:
+        """`environment`: the client's, which the server runs in (None: this process's)."""
         self.spec = spec
         self.root = root
         self.command = command
+        self.environment = environment
         self.request_timeout = request_timeout
         self.shutdown_grace = shutdown_grace
         self.max_message_bytes = max_message_bytes
@@ -151,7 +156,9 @@ class LanguageClient:
         self.state = ServerState.STARTING
         self.state_detail = "starting"
         try:
-            self._process = await spawn(self.command, cwd=self.root, env=self.spec.env)
+            self._process = await spawn(
+                self.command, cwd=self.root, env=self.spec.env, environment=self.environment
+            )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             self._set_broken(f"cannot run {self.command[0]}: {exc.strerror or exc}")
             raise ClientError(UnknownReason.NOT_INSTALLED, self.state_detail) from None

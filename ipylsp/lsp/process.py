@@ -13,6 +13,10 @@ Three mechanisms guarantee "no orphans":
   a `killpg` of the kernel's group does not reach it) holds the read end of a pipe. The kernel
   tells it which groups exist. When the kernel dies — even by SIGKILL — the pipe reaches EOF and
   the watchdog kills every group it was told about and every process carrying the owner's tag.
+
+A server runs in its client's environment (`Environment.spawn_environ`: this process's own
+variables, but the client's PATH, GOPATH, VIRTUAL_ENV...; this process's own without one). The
+watchdog is this process's own helper: it runs this process's interpreter, in its environment.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from ipylsp.lsp.procfs import (
     tagged,
     wait_exited,
 )
+from ipylsp.model.environment import Environment
 
 __all__ = [  # the /proc readers are used beside the process API (tests, benchmarks)
     "TAG_VAR", "ServerProcess", "Watchdog", "carrying", "descendants", "kill_tree", "left_by",
@@ -253,13 +258,15 @@ async def spawn(
     *,
     cwd: Path,
     env: Mapping[str, str] | None = None,
+    environment: Environment | None = None,
     limit: int = 1024 * 1024,
 ) -> ServerProcess:
     """Start `command` in a new session, tagged (see module docstring), registered with the
-    watchdog."""
+    watchdog; in `environment`'s variables (the client's; None: this process's), then `env`
+    (the server's own, from its spec) over them."""
     watchdog = Watchdog.get()
     tag = watchdog.new_tag()
-    full_env = dict(os.environ)
+    full_env = dict(os.environ) if environment is None else environment.spawn_environ()
     if env:
         full_env.update(env)
     full_env[TAG_VAR] = tag

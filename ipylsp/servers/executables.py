@@ -1,4 +1,9 @@
-"""Finding a server's executable: ipylsp's own installs first, then the kernel's env, then PATH.
+"""Finding a server's executable: ipylsp's own installs first, then the client's env, then PATH.
+
+The client is the process the servers run for (the kernel, the CLI), given as an
+`Environment` (None: this process's own): its interpreter's directory and its ``PATH`` are
+searched, its ``PATH`` decides whether a script's interpreter or a companion is there, and its
+``RUSTUP_HOME`` (or ``HOME``) where rustup's toolchains are.
 
 Search order for ``command[0]`` (an absolute path is taken as is):
 
@@ -7,8 +12,8 @@ Search order for ``command[0]`` (an absolute path is taken as is):
    recipe, because recipes pin conflicting versions: typescript@7 for ``tsc --lsp`` and
    typescript@5 for typescript-language-server), then the shared
    ``<data_dir>/npm/node_modules/.bin``;
-3. the directory of ``sys.executable`` — the kernel's venv is often not on PATH;
-4. ``PATH``.
+3. the directory of the client's interpreter — the kernel's venv is often not on PATH;
+4. the client's ``PATH``.
 
 A script whose interpreter is missing (``#!/usr/bin/env node`` without node on PATH) is not
 usable, and neither is a server whose recipe needs node when node is missing (pyright from PyPI
@@ -18,7 +23,11 @@ fails with "nodeenv failed" then), a rustup proxy whose toolchain lacks the comp
 Answers are cached and validated by the modification times of the searched directories (an
 install or uninstall changes them), so a check costs one ``stat`` per directory; answers involving a
 directory changed in the last two seconds are not cached (coarse mtime clock); `invalidate` drops
-the cache outright.
+the cache outright. The key holds what the answer read of the client's environment (the searched
+directories, its ``PATH`` among them, and the rustup home), so clients with different
+environments never share an answer.
+
+`which` without an environment, the installers' use (npm, node), is this process's own PATH.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from pathlib import Path
 
 import platformdirs
 
+from ipylsp.model.environment import Environment
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.settings import Settings
 from ipylsp.servers.dircache import DirCache
@@ -102,14 +112,18 @@ def npm_prefix(spec: ServerSpec, data: Path) -> Path:
     return npm_root(data) / npm_prefix_name(spec)
 
 
-def search_dirs(spec: ServerSpec, data: Path) -> tuple[str, ...]:
-    """Directories searched for ``spec.command[0]``, in order (deduplicated)."""
+def search_dirs(
+    spec: ServerSpec, data: Path, environment: Environment | None = None
+) -> tuple[str, ...]:
+    """Directories searched for ``spec.command[0]``, in order (deduplicated); `environment`:
+    the client's (None: this process's)."""
+    executable = sys.executable if environment is None else environment.executable
     dirs: list[str] = [str(venv_bin(data))]
     if spec.install.kind == "npm":
         dirs.append(str(npm_prefix(spec, data) / "node_modules" / ".bin"))
     dirs.append(str(npm_root(data) / "node_modules" / ".bin"))
-    dirs.append(os.path.dirname(sys.executable) if sys.executable else "")
-    dirs.extend(os.environ.get("PATH", "").split(os.pathsep))
+    dirs.append(os.path.dirname(executable) if executable else "")
+    dirs.extend(_path_dirs(environment))
     return tuple(d for d in dict.fromkeys(os.path.abspath(d) for d in dirs if d))
 
 
@@ -150,13 +164,16 @@ def _which_in(name: str, dirs: tuple[str, ...]) -> str | None:
     return None
 
 
-def _path_dirs() -> tuple[str, ...]:
+def _path_dirs(environment: Environment | None = None) -> tuple[str, ...]:
+    """The client's PATH (None: this process's)."""
+    if environment is not None:
+        return environment.path()
     return tuple(d for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
-def which(name: str) -> str | None:
-    """``shutil.which`` over PATH, without caching."""
-    return _which_in(name, _path_dirs())
+def which(name: str, environment: Environment | None = None) -> str | None:
+    """``shutil.which`` over the client's PATH (None: this process's), without caching."""
+    return _which_in(name, _path_dirs(environment))
 
 
 def _interpreter(script: str) -> list[str] | None:
@@ -172,8 +189,9 @@ def _interpreter(script: str) -> list[str] | None:
     return line.split() or None
 
 
-def _missing_interpreter(script: str) -> str | None:
-    """The name of a script's interpreter when it cannot be found, else None."""
+def _missing_interpreter(script: str, path: tuple[str, ...]) -> str | None:
+    """The name of a script's interpreter when it cannot be found (on `path`, for
+    ``#!/usr/bin/env``), else None."""
     parts = _interpreter(script)
     if not parts:
         return None
@@ -183,16 +201,23 @@ def _missing_interpreter(script: str) -> str | None:
         if not args:
             return None
         name = args[0]
-        return None if which(name) else name
+        return None if _which_in(name, path) else name
     return None if _executable(program) else program
 
 
-def _rustup_home() -> Path:
-    home = os.environ.get("RUSTUP_HOME")
-    return Path(home) if home else Path.home() / ".rustup"
+def _rustup_home(environment: Environment | None = None) -> Path:
+    """Where the client's rustup keeps its toolchains (None: this process's)."""
+    if environment is None:
+        home = os.environ.get("RUSTUP_HOME")
+        return Path(home) if home else Path.home() / ".rustup"
+    rustup = environment.get("RUSTUP_HOME")
+    if rustup:
+        return Path(rustup)
+    user = environment.get("HOME")
+    return (Path(user) if user else Path.home()) / ".rustup"
 
 
-def _rustup_proxy_dirs(found: str) -> tuple[str, ...] | None:
+def _rustup_proxy_dirs(found: str, rustup_home: Path) -> tuple[str, ...] | None:
     """For a rustup proxy (``~/.cargo/bin/rust-analyzer -> rustup``): the toolchain ``bin``
     directories it could dispatch to; None when ``found`` is not a proxy."""
     try:
@@ -202,7 +227,7 @@ def _rustup_proxy_dirs(found: str) -> tuple[str, ...] | None:
     if real not in ("rustup", "rustup-init", "rustup.exe", "rustup-init.exe"):
         return None
     try:
-        toolchains = _rustup_home() / "toolchains"
+        toolchains = rustup_home / "toolchains"
         return tuple(sorted(str(t / "bin") for t in toolchains.iterdir()))
     except (OSError, RuntimeError):
         return ()
@@ -253,15 +278,16 @@ def _node_hint() -> str:
 
 
 def _resolve_uncached(
-    spec: ServerSpec, dirs: tuple[str, ...]
+    spec: ServerSpec, dirs: tuple[str, ...], path: tuple[str, ...], rustup_home: Path
 ) -> tuple[Resolution, tuple[str, ...]]:
-    """The resolution and any further directories whose changes would change it."""
+    """The resolution and any further directories whose changes would change it (`path`: the
+    client's PATH, `rustup_home`: its rustup's)."""
     if not spec.command:
         return Resolution(None, reason=f"{spec.id}: no command configured"), ()
-    resolution = _resolve_program(spec, dirs)
+    resolution = _resolve_program(spec, dirs, path)
     if resolution.found is None or resolution.command is None:
         return resolution, ()
-    toolchain_bins = _rustup_proxy_dirs(resolution.found)
+    toolchain_bins = _rustup_proxy_dirs(resolution.found, rustup_home)
     if toolchain_bins is None:
         return resolution, ()
     name = os.path.basename(resolution.found)
@@ -272,10 +298,12 @@ def _resolve_uncached(
         resolution.found,
         f"{resolution.found} is a rustup proxy, but no installed toolchain has {name}: "
         f"rustup component add {name}",
-    ), (str(_rustup_home() / "toolchains"), *toolchain_bins)
+    ), (str(rustup_home / "toolchains"), *toolchain_bins)
 
 
-def _resolve_program(spec: ServerSpec, dirs: tuple[str, ...]) -> Resolution:
+def _resolve_program(
+    spec: ServerSpec, dirs: tuple[str, ...], path: tuple[str, ...]
+) -> Resolution:
     program, args = spec.command[0], spec.command[1:]
     if os.path.isabs(program):
         found = program if _executable(program) else None
@@ -291,7 +319,7 @@ def _resolve_program(spec: ServerSpec, dirs: tuple[str, ...]) -> Resolution:
                 reason=f"{program} not found (searched ipylsp's data dir, "
                 "the kernel's environment and PATH)",
             )
-    missing = _missing_interpreter(found)
+    missing = _missing_interpreter(found, path)
     if missing is not None:
         hint = (
             _node_hint()
@@ -299,7 +327,7 @@ def _resolve_program(spec: ServerSpec, dirs: tuple[str, ...]) -> Resolution:
             else (f"install {missing}")
         )
         return Resolution(None, found, f"{found} needs {missing}, which is not on PATH: {hint}")
-    if "node" in spec.install.needs and which("node") is None:
+    if "node" in spec.install.needs and _which_in("node", path) is None:
         return Resolution(
             None, found, f"{spec.name} needs node, which is not on PATH: {_node_hint()}"
         )
@@ -309,7 +337,7 @@ def _resolve_program(spec: ServerSpec, dirs: tuple[str, ...]) -> Resolution:
     warnings = tuple(
         f"{exe} not found on PATH: {hint}"
         for exe, hint in RUNTIME_COMPANIONS.get(spec.id, ())
-        if which(exe) is None
+        if _which_in(exe, path) is None
     )
     return Resolution((found, *args), found, "", warnings)
 
@@ -322,25 +350,34 @@ def invalidate() -> None:
     _cache.clear()
 
 
-def resolve(spec: ServerSpec, data: Path) -> Resolution:
-    """Find ``spec.command[0]`` and tell whether the server can run (see the module doc)."""
-    dirs = search_dirs(spec, data)
-    key: tuple[object, ...] = (spec.id, spec.command, spec.install.needs, dirs)
+def resolve(
+    spec: ServerSpec, data: Path, environment: Environment | None = None
+) -> Resolution:
+    """Find ``spec.command[0]`` and tell whether the server can run for the client of
+    `environment` (None: this process; see the module doc)."""
+    dirs = search_dirs(spec, data, environment)
+    path = _path_dirs(environment)
+    rustup_home = _rustup_home(environment)
+    key: tuple[object, ...] = (
+        spec.id, spec.command, spec.install.needs, dirs, path, str(rustup_home)
+    )
     watched = dirs
     if spec.command and os.path.isabs(spec.command[0]):
         watched = (*dirs, os.path.dirname(spec.command[0]))
     hit, entry = _cache.get(key)
     if hit and entry is not None:
         return entry[0]
-    result, extra = _resolve_uncached(spec, dirs)
+    result, extra = _resolve_uncached(spec, dirs, path, rustup_home)
     _cache.put(key, (result, extra), (*watched, *extra))
     return result
 
 
-def resolve_command(spec: ServerSpec, data: Path) -> tuple[str, ...] | None:
+def resolve_command(
+    spec: ServerSpec, data: Path, environment: Environment | None = None
+) -> tuple[str, ...] | None:
     """``spec.command`` with ``command[0]`` made absolute, or None when the server cannot run."""
-    return resolve(spec, data).command
+    return resolve(spec, data, environment).command
 
 
-def is_installed(spec: ServerSpec, data: Path) -> bool:
-    return resolve(spec, data).command is not None
+def is_installed(spec: ServerSpec, data: Path, environment: Environment | None = None) -> bool:
+    return resolve(spec, data, environment).command is not None

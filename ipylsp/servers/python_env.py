@@ -1,9 +1,10 @@
 """The Python environment a Python server should resolve imports in, handed over its own way.
 
 Detection (`detect`): the project's ``.venv`` or ``venv`` at the workspace root (or a parent up to
-a ceiling such as the git worktree top), else the kernel's own interpreter when it runs in a venv
-or conda env. Nothing is executed: a venv is recognised by ``pyvenv.cfg`` (or ``conda-meta``) and
-an existing interpreter.
+a ceiling such as the git worktree top), else the client's interpreter (the kernel's: its
+`Environment`'s ``executable`` and ``prefix``; this process's ``sys.executable`` and
+``sys.prefix`` when none is given) when it runs in a venv or conda env. Nothing is executed: a
+venv is recognised by ``pyvenv.cfg`` (or ``conda-meta``) and an existing interpreter.
 
 Hand-over (`env_config` / `apply`), verified with the real servers and a package installed only in
 a venv outside the project (``benchmarks/lsp_client.py``):
@@ -88,30 +89,34 @@ def project_env(root: Path, *, ceiling: Path | None = None) -> PythonEnv | None:
         current = current.parent
 
 
-def kernel_env(executable: str | None = None) -> PythonEnv | None:
-    """The environment of ``executable`` (default: this process) when it is a venv or conda env.
+def kernel_env(executable: str | None = None, prefix: str | None = None) -> PythonEnv | None:
+    """The environment of ``executable`` (default: this process's ``sys.executable``, with
+    ``sys.prefix``) when it is a venv or conda env; ``prefix``: its directory (default: the
+    interpreter's grandparent). An empty ``executable`` is no interpreter: None.
 
     The interpreter path is kept as given: resolving a venv's ``python`` symlink would name the
     base interpreter and lose the venv.
     """
     if executable is None:
-        if not sys.executable:
-            return None
-        interpreter = Path(sys.executable)
-        prefix = Path(sys.prefix)
-    else:
-        interpreter = Path(executable)
-        prefix = interpreter.parent.parent
-    if not _is_env_dir(prefix) or not os.path.exists(interpreter):
+        executable, prefix = sys.executable, sys.prefix
+    if not executable:
         return None
-    return PythonEnv(prefix, interpreter, "kernel")
+    interpreter = Path(executable)
+    directory = Path(prefix) if prefix else interpreter.parent.parent
+    if not _is_env_dir(directory) or not os.path.exists(interpreter):
+        return None
+    return PythonEnv(directory, interpreter, "kernel")
 
 
 def detect(
-    root: Path, *, ceiling: Path | None = None, executable: str | None = None
+    root: Path,
+    *,
+    ceiling: Path | None = None,
+    executable: str | None = None,
+    prefix: str | None = None,
 ) -> PythonEnv | None:
     """The project's venv (see `project_env`), else the kernel's venv (see `kernel_env`)."""
-    return project_env(root, ceiling=ceiling) or kernel_env(executable)
+    return project_env(root, ceiling=ceiling) or kernel_env(executable, prefix)
 
 
 _TY_ENV_TABLE = {"ty.toml": "environment", "pyproject.toml": "tool.ty.environment"}
@@ -207,11 +212,14 @@ def for_server(
     *,
     ceiling: Path | None = None,
     executable: str | None = None,
+    prefix: str | None = None,
 ) -> ServerSpec:
-    """`detect` the environment for ``root`` and `apply` it to ``spec`` (Python servers only)."""
+    """`detect` the environment for ``root`` and `apply` it to ``spec`` (Python servers only).
+    ``executable``, ``prefix``: the client's interpreter (None: this process's)."""
     if "python" not in spec.languages:
         return spec
-    return apply(spec, detect(root, ceiling=ceiling, executable=executable), root=root)
+    found = detect(root, ceiling=ceiling, executable=executable, prefix=prefix)
+    return apply(spec, found, root=root)
 
 
 def first_party_root(spec: ServerSpec, directory: Path) -> ServerSpec:

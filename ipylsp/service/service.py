@@ -2,7 +2,8 @@
 
 Sync methods, callable from any thread, that run coroutines on a private background loop and
 never wait longer than their budget. Nothing here raises because a server misbehaved: failures
-come back as `Unknown` entries in the `Report`.
+come back as `Unknown` entries in the `Report`. Its servers are found and run in one client's
+`Environment`, given or this process's.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ipylsp.analysis.report import FormatOptions, ShownReport
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.model.diagnostics import Report, UnknownReason
+from ipylsp.model.environment import Environment
 from ipylsp.model.settings import Settings
 from ipylsp.model.status import ServerState, ServerStatus
 from ipylsp.service.admin.control import HANDOVER_MARGIN, ServerControl
@@ -60,14 +62,16 @@ NOTHING_PENDING = "nothing pending"
 class Service:
     """Language servers for any number of workspaces, driven from a background loop."""
 
-    def __init__(self, settings: Settings | None = None, *, cells_dir: Path | None = None
-                 ) -> None:
+    def __init__(self, settings: Settings | None = None, *, cells_dir: Path | None = None,
+                 environment: Environment | None = None) -> None:
         """`cells_dir`: the directory whose servers check the cells' document (the server
         extension's root: its cell checks share the servers of its file checks); None: the
         working directory when it is a workspace, else a directory of its own
-        (`cells.default_path`)."""
+        (`cells.default_path`). `environment`: the client's, which servers are found and run
+        in (its interpreter, PATH, GOPATH...); None: this process's
+        (`Environment.current`)."""
         self._cells_dir = cells_dir
-        self._state = ServiceState(settings or Settings())
+        self._state = ServiceState(settings or Settings(), environment)
         self._loop: BackgroundLoop | None = None
         self._checker = Checker(self._state)
         self._control = ServerControl(

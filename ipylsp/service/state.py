@@ -1,7 +1,8 @@
 """`ServiceState`: what the rooms of the service share, owned once.
 
-The settings, the client pool, the resolver (which servers serve a path, rooted where), the
-files the service has checked (`check.known_files`) and the store as a cache (`answers`).
+The settings, the client's `Environment` (which servers are found and run in), the client
+pool, the resolver (which servers serve a path, rooted where), the files the service has
+checked (`check.known_files`) and the store as a cache (`answers`).
 The facade makes one and hands it to the check pipeline, the queries and the administration
 of servers; `configure` is the only place the settings change. Holds no behaviour of its
 own beyond that: it may not check, query or render anything.
@@ -9,6 +10,7 @@ own beyond that: it may not check, query or render anything.
 
 from __future__ import annotations
 
+from ipylsp.model.environment import Environment
 from ipylsp.model.settings import Settings
 from ipylsp.service.answers import Answers, store_file
 from ipylsp.service.check.known_files import KnownFiles
@@ -17,10 +19,13 @@ from ipylsp.service.runtime.resolver import Resolver
 
 
 class ServiceState:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, environment: Environment | None = None) -> None:
+        """`environment`: the client's (None: this process's, `Environment.current`)."""
         self._settings = settings
-        self.pool = ClientPool(settings)
-        self.resolver = Resolver(settings, self.pool)
+        self.environment = environment or Environment.current()
+        """Fixed for the service's life: a pool slot is keyed by (server, root) alone."""
+        self.pool = ClientPool(settings, self.environment)
+        self.resolver = Resolver(settings, self.pool, self.environment)
         self.known = KnownFiles()
         self.answers = Answers(settings)
         """The store, as a cache of servers' answers (its `store` is None when off)."""

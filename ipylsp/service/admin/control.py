@@ -119,13 +119,14 @@ class ServerControl:
         missing with how to install it."""
         from ipylsp.service.admin.server_table import table
 
-        return table(self._state.settings, installed_only=installed_only)
+        return table(self._state.settings, installed_only=installed_only,
+                     environment=self._state.environment)
 
     def which(self, server_id: str) -> ServerRow:
         """One server's row (`.which()`: its command, or why none); `UnknownServer`."""
         from ipylsp.service.admin.server_table import row
 
-        return row(self._state.settings, server_id)
+        return row(self._state.settings, server_id, self._state.environment)
 
     def servers_status(self, own_token: int, *, errors: int, pending: int) -> StatusView:
         """Running, starting, broken and stopped servers of this service and of every other
@@ -134,7 +135,7 @@ class ServerControl:
         from ipylsp.service.admin.server_table import status
 
         return status(self._state.settings, self.status(), own_token=own_token,
-                      errors=errors, pending=pending)
+                      errors=errors, pending=pending, environment=self._state.environment)
 
     def install(
         self,

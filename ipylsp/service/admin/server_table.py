@@ -5,7 +5,9 @@ and installs with progress.
 The facade's answer to "what can I run, and what runs?": the CLI, the magics and the agent
 tools print these values rather than building rows of their own, so `ipylsp list` and
 `%lsp list` (and `ipylsp status` and `%lsp status`) are one rendering, and "installable" has
-one definition (`installers.installable`).
+one definition (`installers.installable`). Whether a server is installed, and its command,
+are as the asking service's client would run it (its `Environment`: interpreter and PATH;
+None: this process's); installs run in this process's own environment, into the data dir.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipylsp.model.environment import Environment
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.settings import Settings
 from ipylsp.model.status import ServerStatus
@@ -126,24 +129,26 @@ def _specs(settings: Settings) -> list[ServerSpec]:
     return [*specs, *own.values()]
 
 
-def _row(spec: ServerSpec, settings: Settings) -> ServerRow:
-    resolution = executables.resolve(spec, executables.data_dir(settings))
+def _row(spec: ServerSpec, settings: Settings, environment: Environment | None) -> ServerRow:
+    resolution = executables.resolve(spec, executables.data_dir(settings), environment)
     hint = "" if resolution.command is not None else registry.install_hint(spec)
     return ServerRow(
         spec.id, tuple(spec.languages), resolution.command, hint, resolution.reason or ""
     )
 
 
-def table(settings: Settings, *, installed_only: bool = False) -> ServerTable:
-    rows = (_row(spec, settings) for spec in _specs(settings))
+def table(
+    settings: Settings, *, installed_only: bool = False, environment: Environment | None = None
+) -> ServerTable:
+    rows = (_row(spec, settings, environment) for spec in _specs(settings))
     return ServerTable(tuple(r for r in rows if r.installed or not installed_only))
 
 
-def row(settings: Settings, server_id: str) -> ServerRow:
+def row(settings: Settings, server_id: str, environment: Environment | None = None) -> ServerRow:
     """One server's row; `UnknownServer` for an id nobody defined."""
     for spec in _specs(settings):
         if spec.id == server_id:
-            return _row(spec, settings)
+            return _row(spec, settings, environment)
     raise UnknownServer(f"unknown server {server_id!r}")
 
 
@@ -263,6 +268,7 @@ def status(
     *,
     errors: int = 0,
     pending: int = 0,
+    environment: Environment | None = None,
 ) -> StatusView:
     """`own`: the asking service's rows (fresher than its status file, which is skipped by
     `own_token`); then what other services of this process published, then other processes
@@ -271,5 +277,8 @@ def status(
     pid = os.getpid()
     found, others = read_published(executables.data_dir(settings), skip_token=own_token)
     rows = [*own, *sorted(found, key=lambda row: row.owner != pid)]  # stable: files' order
-    installed = tuple(row.server_id for row in table(settings, installed_only=True).rows)
+    installed = tuple(
+        row.server_id
+        for row in table(settings, installed_only=True, environment=environment).rows
+    )
     return StatusView(tuple(rows), installed, errors + others, pending, own=len(own))

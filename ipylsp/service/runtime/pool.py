@@ -5,7 +5,8 @@ A wedged server must cost the kernel at most one wait budget: a start that outli
 budget keeps running in the background, and later checks answer "still starting" at once; a
 start that fails, or a server that gives no answer at all in `max_timeouts` checks in a row
 while reporting no progress, is marked broken until `restart`. Nothing a check awaits here
-stops a process: dead, wedged and broken clients are stopped in the background.
+stops a process: dead, wedged and broken clients are stopped in the background. Servers start
+in the service's client `Environment`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.model.diagnostics import UnknownReason
+from ipylsp.model.environment import Environment
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.settings import Settings
 from ipylsp.model.status import ServerState, ServerStatus
@@ -68,8 +70,10 @@ class Slot:
 
 
 class ClientPool:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, environment: Environment | None = None) -> None:
+        """`environment`: the client's, which servers run in (None: this process's)."""
         self.settings = settings
+        self.environment = environment
         self._slots: dict[Key, Slot] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
@@ -160,6 +164,7 @@ class ClientPool:
             shutdown_grace=settings.shutdown_grace,
             max_open_documents=settings.max_open_documents,
             max_message_bytes=settings.max_message_bytes,
+            environment=self.environment,
         )
         try:
             await client.start(settings.initialize_timeout)

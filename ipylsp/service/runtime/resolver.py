@@ -13,6 +13,8 @@ as a short line after that; so does, for a check, a file a server's own rules le
 would answer with nothing; its rules are read only at a root where the server may start (not
 `refused`: no other user can plant a file there). `BatchLookups` looks each of these up
 once per batch (the lookups stat directories; 1,000 files in a few directories need a few).
+Executables are found, and the Python environment handed over, in the service's client
+`Environment` (its interpreter's directory and PATH; its interpreter and prefix).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from ipylsp import private
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.model.diagnostics import Unknown, UnknownReason
+from ipylsp.model.environment import Environment
 from ipylsp.model.server_spec import ServerSpec
 from ipylsp.model.settings import Settings
 from ipylsp.servers import exclusions, executables, installers, python_env, registry, roots
@@ -37,9 +40,13 @@ log = logging.getLogger(__name__)
 
 
 class Resolver:
-    def __init__(self, settings: Settings, pool: ClientPool) -> None:
+    def __init__(
+        self, settings: Settings, pool: ClientPool, environment: Environment | None = None
+    ) -> None:
+        """`environment`: the client's (None: this process's)."""
         self.settings = settings
         self.pool = pool
+        self.environment = environment
         self._reported_unknown: set[tuple[str, Path, UnknownReason, str]] = set()
         self._auto = AutoInstaller()
 
@@ -53,7 +60,9 @@ class Resolver:
         return display_root(path, self.settings)
 
     def installed(self, spec: ServerSpec) -> bool:
-        return executables.is_installed(spec, executables.data_dir(self.settings))
+        return executables.is_installed(
+            spec, executables.data_dir(self.settings), self.environment
+        )
 
     def servers(self, path: Path) -> list[ServerSpec]:
         """The installed servers configured for `path`'s language, in order."""
@@ -72,7 +81,7 @@ class Resolver:
         for `spec`, a `NewSlot` the pool does not hold yet (`add` adds it), or why none can
         (not installed, refused)."""
         data = executables.data_dir(self.settings)
-        resolution = executables.resolve(spec, data)
+        resolution = executables.resolve(spec, data, self.environment)
         gate = gate if gate is not None else self.shown_root(path)
         if resolution.command is None:
             detail = resolution.reason or f"{spec.command[0]} not found"
@@ -101,7 +110,12 @@ class Resolver:
             if root != gate:
                 spec = python_env.first_party_root(spec, gate)
                 below = gate
-        served = python_env.for_server(spec, root, ceiling=gate)
+        client = self.environment
+        served = python_env.for_server(
+            spec, root, ceiling=gate,
+            executable=None if client is None else client.executable,
+            prefix=None if client is None else client.prefix,
+        )
         return NewSlot(served, root, resolution.command, below)
 
     def add(self, new: NewSlot) -> Slot:
