@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ import pytest
 
 from ipylsp.ipython import audit
 from ipylsp.ipython.fswatch import InotifyTracker, TrackerUnavailable, max_user_watches
-from ipylsp.ipython.skip import PathRules, is_binary, read_file
+from ipylsp.ipython.skip import FileState, FileText, PathRules, is_binary, read_file
 from ipylsp.ipython.watch import Write, WriteWatcher
 
 CHILD_MODES = ["inotify", "scan"]
@@ -422,6 +423,48 @@ def test_path_rules_and_read_file(root: Path) -> None:
     assert rules.skipped("/elsewhere/.git/config")  # under no root: every component counts
     assert read_file(str(root / "missing"), 100).state.value == "missing"
     assert read_file(str(root), 100).state.value == "not_file"
+
+
+def test_read_file_classifies_without_blocking(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each state `read_file` tells, with and without the text; a FIFO is never waited on,
+    even one swapped in after the stat saw a regular file."""
+    text, binary, big, big_binary = (root / n for n in ("t.py", "b.bin", "big.py", "big.bin"))
+    text.write_bytes("caf\xe9 = 1\n".encode("latin-1"))
+    binary.write_bytes(b"ab\0cd")
+    big.write_bytes(b"x" * 200)
+    big_binary.write_bytes(b"\0" * 200)
+    got = {p.name: read_file(str(p), 100) for p in (text, binary, big, big_binary)}
+    assert {n: (f.state, f.text, f.size) for n, f in got.items()} == {
+        "t.py": (FileState.TEXT, "caf\ufffd = 1\n", 9),
+        "b.bin": (FileState.BINARY, None, 5),
+        "big.py": (FileState.TOO_LARGE, None, 200),
+        "big.bin": (FileState.BINARY, None, 200),
+    }
+    assert read_file(str(big), None) == FileText(FileState.TEXT, "x" * 200, 200)
+    heads = {p.name: read_file(str(p), 100, want_text=False) for p in (text, binary, big)}
+    assert heads == {"t.py": FileText(FileState.TEXT, None, 9),
+                     "b.bin": FileText(FileState.BINARY, None, 5),
+                     "big.py": FileText(FileState.TOO_LARGE, None, 200)}
+    assert read_file(str(text / "below"), 100) == FileText(FileState.MISSING)
+    fifo = root / "pipe"
+    os.mkfifo(fifo)
+    assert read_file(str(fifo), 100) == FileText(FileState.NOT_FILE)
+    real_stat = os.stat
+
+    def stale_stat(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        info = real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+        if os.fspath(path) != str(fifo):
+            return info
+        fields = list(info)
+        fields[stat.ST_MODE] = stat.S_IFREG | 0o644  # a regular file when stat'ed, then a FIFO
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(os, "stat", stale_stat)
+    assert read_file(str(fifo), 100) == FileText(FileState.NOT_FILE)
+    monkeypatch.setattr(os, "stat", real_stat)
+    loop = root / "loop"
+    loop.symlink_to(loop)
+    assert read_file(str(loop), 100) == FileText(FileState.UNREADABLE)
 
 
 # -- child processes -----------------------------------------------------------------------------

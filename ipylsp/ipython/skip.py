@@ -16,19 +16,19 @@ Decisions:
   is not read: its text before the cell is unknown, and the check says in one line that it
   did not check it.
 - **Not a file**: a path is stat'ed before it is opened, so a FIFO, a device or a socket is
-  never opened (opening a FIFO waits for a writer; a device may act on being opened).
+  never opened (opening a FIFO waits for a writer; a device may act on being opened): the
+  check's own reader, `servers/regular_file.py`.
 """
 
 from __future__ import annotations
 
 import enum
 import os
-import stat
-import sys
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ipylsp.model.settings import Settings
+from ipylsp.servers import regular_file
 
 SKIP_DIRS: frozenset[str] = frozenset(
     {
@@ -57,8 +57,6 @@ VENV_MARKER = "pyvenv.cfg"
 SNIFF_BYTES = 8192
 DEFAULT_MAX_TEXT_BYTES: int | None = Settings().max_file_bytes
 """`IPyLSP.max_file_mb`'s default, in bytes (None: no limit)."""
-
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def is_binary(head: bytes) -> bool:
@@ -91,55 +89,32 @@ def read_file(path: str, max_bytes: int | None, *, want_text: bool = True) -> Fi
     """Classify `path` and, for a text file of at most `max_bytes` (None: any size), return
     its text.
 
-    Stats first and opens only a regular file, with O_NONBLOCK (should it have been swapped
-    for a FIFO meanwhile, it is reported NOT_FILE, never waited on). With `want_text=False`
-    only the first `SNIFF_BYTES` are read (enough to tell text from binary).
+    Opens only a regular file, never waiting on what else it may be (`regular_file.opened`:
+    stat'ed first, opened with O_NONBLOCK; should it have been swapped for a FIFO meanwhile,
+    it is reported NOT_FILE). With `want_text=False` only the first `SNIFF_BYTES` are read
+    (enough to tell text from binary).
     """
-    if max_bytes is None:
-        max_bytes = sys.maxsize
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return FileText(FileState.NOT_FILE)
-        fd = os.open(path, _READ_FLAGS)
+        with regular_file.opened(path) as (handle, size):
+            too_large = max_bytes is not None and size > max_bytes
+            if not want_text or too_large:
+                if is_binary(handle.read(SNIFF_BYTES)):
+                    return FileText(FileState.BINARY, None, size)
+                return FileText(FileState.TOO_LARGE if too_large else FileState.TEXT, None, size)
+            data = regular_file.read_opened(handle, size, max_bytes)
+    except regular_file.NotRegular:
+        return FileText(FileState.NOT_FILE)
+    except regular_file.TooLarge as exc:  # it grew since its stat
+        return FileText(FileState.TOO_LARGE, None, exc.size)
     except (FileNotFoundError, NotADirectoryError):
         return FileText(FileState.MISSING)
     except IsADirectoryError:
         return FileText(FileState.NOT_FILE)
     except OSError:
         return FileText(FileState.UNREADABLE)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return FileText(FileState.NOT_FILE)
-        size = st.st_size
-        if not want_text:
-            head = os.read(fd, SNIFF_BYTES)
-            state = FileState.BINARY if is_binary(head) else FileState.TEXT
-            if state is FileState.TEXT and size > max_bytes:
-                state = FileState.TOO_LARGE
-            return FileText(state, None, size)
-        if size > max_bytes:
-            head = os.read(fd, SNIFF_BYTES)
-            state = FileState.BINARY if is_binary(head) else FileState.TOO_LARGE
-            return FileText(state, None, size)
-        chunks: list[bytes] = []
-        total = 0
-        while True:  # the size may change under us: read to EOF, but never past the cap
-            chunk = os.read(fd, max(size - total, 0) + 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > max_bytes:
-                return FileText(FileState.TOO_LARGE, None, total)
-        data = b"".join(chunks)
-        if is_binary(data):
-            return FileText(FileState.BINARY, None, total)
-        return FileText(FileState.TEXT, decode_text(data), total)
-    except OSError:
-        return FileText(FileState.UNREADABLE)
-    finally:
-        os.close(fd)
+    if is_binary(data):
+        return FileText(FileState.BINARY, None, len(data))
+    return FileText(FileState.TEXT, decode_text(data), len(data))
 
 
 def _within(path: str, root: str) -> bool:
