@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ipylsp.analysis.report import FormatOptions, ShownReport
 from ipylsp.lsp.jsonrpc import deadline_scope
+from ipylsp.model.checks import FileCheck
 from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.environment import Environment
 from ipylsp.model.settings import Settings
@@ -28,7 +29,6 @@ from ipylsp.service.admin.control import HANDOVER_MARGIN, ServerControl
 from ipylsp.service.answers import clear_store, store_info, stored_report
 from ipylsp.service.cells import CellSession, document_in
 from ipylsp.service.check import batch
-from ipylsp.service.check.batch import FileCheck
 from ipylsp.service.check.file_reports import common_root, failed_files, known_report
 from ipylsp.service.check.files import Checker
 from ipylsp.service.check.late_answers import LateAnswers
