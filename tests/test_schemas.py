@@ -44,8 +44,9 @@ def error(line: int, *, cached: Cached | None = None, ran: bool = False) -> Diag
 def test_the_schemas_name_what_the_code_writes() -> None:
     assert schema("diagnostics")["properties"]["schema"]["const"] == SCHEMA
     assert schema("marks")["properties"]["schema"]["const"] == MARKS_SCHEMA
-    reasons = schema("diagnostics")["$defs"]["Unknown"]["properties"]["reason"]["enum"]
-    assert reasons == [reason.value for reason in UnknownReason]
+    reasons = schema("diagnostics")["$defs"]["Unknown"]["properties"]["reason"]
+    assert reasons["enum"] == [reason.value for reason in UnknownReason]
+    assert reasons["x-detail-is-cause"] == [r.value for r in UnknownReason if r.has_cause]
     severities = schema("diagnostics")["$defs"]["Severity"]["enum"]
     assert severities == [severity.json_name for severity in Severity]
     states = schema("status")["$defs"]["ServerState"]["enum"]

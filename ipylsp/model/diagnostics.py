@@ -127,7 +127,9 @@ class UnknownReason(enum.Enum):
     @property
     def has_cause(self) -> bool:
         """Its detail is a cause, said in parentheses (`not installed (tsc not found)`), not a
-        continuation of the reason (`timed out after 10.0 s`)."""
+        continuation of the reason (`timed out after 10.0 s`). The report's JSON schema lists
+        the same reasons (`x-detail-is-cause`), which the lab extension's text is generated
+        from; tests/test_schemas.py holds the two equal."""
         return self in (UnknownReason.NOT_INSTALLED, UnknownReason.REFUSED, UnknownReason.EXCLUDED)
 
 

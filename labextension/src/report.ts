@@ -6,6 +6,7 @@
  * Every string from a server goes in as text, never as HTML.
  */
 
+import { DETAIL_IS_CAUSE } from './schema';
 import type { Cached, Diagnostic, FileReport, Report, Unknown, Severity } from './schema';
 
 /** What a click on a location asks for. */
@@ -116,13 +117,10 @@ function fixedLine(file: FileReport): string {
   return `fixed ${phrase} in ${file.path}`;
 }
 
-/** Reasons whose detail is a cause, in parentheses (`UnknownReason.has_cause`). */
-const CAUSES: ReadonlySet<Unknown['reason']> = new Set(['not installed', 'refused', 'excluded']);
-
 /** `UNKNOWN [ty] timed out after 10.0 s: results for this file are incomplete; <hint>` */
 export function fileUnknownLine(u: Unknown): string {
   let detail = u.detail ? ` ${u.detail}` : '';
-  if (u.detail && CAUSES.has(u.reason)) {
+  if (u.detail && DETAIL_IS_CAUSE.has(u.reason)) {
     detail = ` (${u.detail})`;
   }
   const line = `UNKNOWN [${u.server}] ${u.reason}${detail}: results for this file are incomplete`;

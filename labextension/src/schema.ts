@@ -21,6 +21,8 @@ export type {
   Summary,
   Unknown
 } from './generated/diagnostics';
+/** Reasons whose detail is a cause, in parentheses (Python's `UnknownReason.has_cause`). */
+export { DETAIL_IS_CAUSE } from './generated/diagnostics';
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -109,6 +109,9 @@ export interface Cached {
  */
 export interface Unknown {
   server: string;
+  /**
+   * Why. After a reason in x-detail-is-cause, the detail is its cause, shown in parentheses ("not installed (tsc not found)"); after the others it continues the reason ("timed out after 10.0 s").
+   */
   reason:
     | 'no such file'
     | 'not read'
@@ -136,3 +139,10 @@ export interface Summary {
    */
   ran_without_error?: number;
 }
+
+/** The schema's x-detail-is-cause (diagnostics.schema.json#/$defs/Unknown/properties/reason/x-detail-is-cause). */
+export const DETAIL_IS_CAUSE: ReadonlySet<Unknown['reason']> = new Set([
+  'not installed',
+  'refused',
+  'excluded'
+]);
