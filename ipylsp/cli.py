@@ -14,14 +14,15 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
-
-from ipylsp.model.settings import Settings
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 if TYPE_CHECKING:
     from ipylsp.analysis.report import FormatOptions
+    from ipylsp.broker.client import RelayedTools
     from ipylsp.model.diagnostics import Report
     from ipylsp.model.server_spec import ServerSpec
+    from ipylsp.model.settings import Settings
+    from ipylsp.model.verdict import Verdict
     from ipylsp.servers.installers import InstallResult
     from ipylsp.service import InstallProgress
 
@@ -30,34 +31,32 @@ EXIT_CLOSED_PIPE = 141
 """128 + SIGPIPE: what a shell shows for a tool that SIGPIPE ended (`yes | head -1`)."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ipylsp", description="Real language servers for notebooks and agents."
-    )
-    parser.add_argument(
-        "--data-dir", type=Path, help="where ipylsp installs servers (default: user data dir)"
-    )
-    parser.add_argument(
-        "--config", type=Path, metavar="FILE",
-        help="an IPyLSP config file (.py or .json), read after the ipylsp_config.py/.json "
-        "of the Jupyter config dirs",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
+
+def _status_arguments(sub: Subparsers) -> None:
     sub.add_parser("status", help="servers running in any process (kernels); installed ones")
 
+
+def _list_arguments(sub: Subparsers) -> None:
     listing = sub.add_parser(
         "list", help="every server ipylsp knows: its command, or how to install it"
     )
     listing.add_argument("--installed", action="store_true", help="only installed servers")
 
+
+def _which_arguments(sub: Subparsers) -> None:
     which = sub.add_parser("which", help="the command ipylsp would run for a server")
     which.add_argument("server_id")
 
+
+def _install_arguments(sub: Subparsers) -> None:
     install = sub.add_parser("install", help="install servers into ipylsp's data dir")
     install.add_argument("server_ids", nargs="*", metavar="ID")
     install.add_argument("--all", action="store_true", help="every server with a recipe")
 
+
+def _check_arguments(sub: Subparsers) -> None:
     check = sub.add_parser("check", help="diagnostics for files (exit 1 when problems found)")
     check.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     check.add_argument("--json", action="store_true", help="the ipylsp.diagnostics/2 schema")
@@ -75,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
         help="the file's text before the edit: report only what the edit introduced",
     )
 
+
+def _diagnostics_arguments(sub: Subparsers) -> None:
     stored = sub.add_parser(
         "diagnostics",
         help="what the store holds for files, with no server running (exit 1 when errors)",
@@ -89,9 +90,19 @@ def _parser() -> argparse.ArgumentParser:
         help="lowest severity shown (default: IPyLSP.severity, error)",
     )
 
+
+def _cache_arguments(sub: Subparsers) -> None:
     cache = sub.add_parser("cache", help="the store of servers' answers: info, or clear it")
     cache.add_argument("action", choices=("info", "clear"))
 
+
+def _broker_arguments(sub: Subparsers) -> None:
+    broker = sub.add_parser(
+        "broker", help="your broker, which keeps servers warm for the CLI and `ipylsp mcp`")
+    broker.add_argument("action", choices=("status", "stop"))
+
+
+def _mcp_arguments(sub: Subparsers) -> None:
     mcp = sub.add_parser("mcp", help="serve the agent tools over MCP (stdio)")
     mcp.add_argument(
         "--root", type=Path, default=None, metavar="DIR",
@@ -106,7 +117,56 @@ def _parser() -> argparse.ArgumentParser:
         "--max-chars", type=int, default=None, metavar="N",
         help="characters of one answer (default: IPyLSP.max_answer_chars, 4000; 0: no limit)",
     )
+
+
+COMMANDS = {
+    "status": _status_arguments,
+    "list": _list_arguments,
+    "which": _which_arguments,
+    "install": _install_arguments,
+    "check": _check_arguments,
+    "diagnostics": _diagnostics_arguments,
+    "cache": _cache_arguments,
+    "broker": _broker_arguments,
+    "mcp": _mcp_arguments,
+}
+"""Each command, and how its arguments are declared."""
+
+
+def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: with only the command `argv` names when it names one
+    (a CLI call an agent makes after each edit does not build ten subparsers), else all."""
+    parser = argparse.ArgumentParser(
+        prog="ipylsp", description="Real language servers for notebooks and agents."
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, help="where ipylsp installs servers (default: user data dir)"
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="an IPyLSP config file (.py or .json), read after the ipylsp_config.py/.json "
+        "of the Jupyter config dirs",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    named = _command(argv)
+    for name, declare in COMMANDS.items():
+        if named is None or name == named:
+            declare(sub)
     return parser
+
+
+def _command(argv: Sequence[str] | None) -> str | None:
+    """The command `argv` names (its first word that is not an option or an option's
+    value), when it is one of `COMMANDS`."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    while words:
+        word = words.pop(0)
+        if word in ("--data-dir", "--config"):
+            if words:
+                words.pop(0)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
@@ -135,8 +195,10 @@ def _discard_output(out: TextIO) -> None:
 
 
 def _main(argv: Sequence[str] | None, out: TextIO) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser(argv).parse_args(argv)
     try:
+        if args.command == "check" and _defaults_only(args):
+            return _check(None, out, args)
         settings = _settings(args)
     except ValueError as exc:  # traitlets validation and unreadable config files
         print(f"ipylsp: bad configuration: {exc}", file=sys.stderr)
@@ -158,6 +220,8 @@ def _main(argv: Sequence[str] | None, out: TextIO) -> int:
             return _cache(settings, out, args.action)
         if args.command == "mcp":
             return _mcp(settings, args)
+        if args.command == "broker":
+            return _broker(settings, out, args.action)
     except KeyboardInterrupt:
         print("ipylsp: interrupted", file=sys.stderr)
         return EXIT_FAILURE
@@ -169,22 +233,61 @@ def _main(argv: Sequence[str] | None, out: TextIO) -> int:
     return EXIT_FAILURE
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    from ipylsp.config import load_settings
+def _defaults_only(args: argparse.Namespace) -> bool:
+    """No settings file, and no flag that changes settings: the defaults hold."""
+    from ipylsp.settings_files import config_files
 
-    settings = load_settings(args.config)
+    return args.config is None and args.data_dir is None and not config_files()
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from ipylsp.settings_files import config_files
+
+    if args.config is None and not config_files():
+        from ipylsp.model.settings import Settings
+
+        settings = Settings()  # no file to read: no traitlets to import
+    else:
+        from ipylsp.config import load_settings
+
+        settings = load_settings(args.config)
     if args.data_dir is not None:
         settings = dataclasses.replace(settings, data_dir=args.data_dir)
     return settings
 
 
 def _status(settings: Settings, out: TextIO) -> int:
-    """What runs in any process (kernels), then what is installed: `%lsp status`'s rendering."""
+    """The broker when one runs, then what runs in any process (kernels, the broker's
+    services) and what is installed: `%lsp status`'s rendering."""
     from ipylsp.service import Service
 
+    line = _broker_line(settings)
+    if line:
+        print(line, file=out)
     with Service(settings) as service:
         print(service.servers_status(), file=out)
     return EXIT_CLEAN
+
+
+def _broker_line(settings: Settings) -> str:
+    """`broker: pid 123 (build 0.1.0-...), 2 clients, ty 41 MB, ruff 23 MB; itself 60 MB`, or
+    "" when none runs (asking never starts one)."""
+    from ipylsp.broker.client import Broker, BrokerError, BrokerUnavailable
+
+    try:
+        with Broker.attach(settings, budget=2.0, start=False) as broker:
+            info = broker.status()
+    except (BrokerUnavailable, BrokerError):
+        return ""
+    servers = ", ".join(
+        f"{row['server']} {row['state']}" + (f" {row['rss_kb'] // 1024} MB"
+                                             if row.get("rss_kb") else "")
+        for row in info.get("servers", []))
+    others = max(0, len(info.get("clients", [])) - 1)  # not this call's own connection
+    return (f"broker: pid {info['pid']} (build {info['build']}), {others} other clients, "
+            f"{info.get('contexts', 0)} contexts; servers: {servers or 'none'}; itself "
+            f"{(info.get('rss_kb') or 0) // 1024} MB; ends after {info['idle_after']:.0f} s "
+            f"idle (`ipylsp broker stop` ends it now)")
 
 
 def _list(settings: Settings, out: TextIO, *, installed_only: bool) -> int:
@@ -306,11 +409,25 @@ def _cache(settings: Settings, out: TextIO, action: str) -> int:
     return EXIT_CLEAN
 
 
-def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
-    from ipylsp.analysis import report as fmt
-    from ipylsp.model.checks import FileCheck
-    from ipylsp.service import Service
+def _broker(settings: Settings, out: TextIO, action: str) -> int:
+    """`ipylsp broker status|stop`: never starts one."""
+    from ipylsp.broker.client import Broker, BrokerError, BrokerUnavailable
 
+    try:
+        with Broker.attach(settings, budget=5.0, start=False) as broker:
+            if action == "stop":
+                broker.stop()
+                print(f"broker {broker.pid} stopped", file=out)
+                return EXIT_CLEAN
+            print(json.dumps(broker.status(), indent=2), file=out)
+    except (BrokerUnavailable, BrokerError) as exc:
+        print(f"ipylsp broker: no broker runs ({exc})", file=out)
+    return EXIT_CLEAN
+
+
+def _check(settings: Settings | None, out: TextIO, args: argparse.Namespace) -> int:
+    """`ipylsp check`: `settings` None when no settings file nor flag says anything (the thin
+    path: the broker's defaults; no traitlets, no model imported here)."""
     before: str | None = None
     if args.before is not None:
         if len(args.paths) != 1:
@@ -325,38 +442,80 @@ def _check(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     if missing and before is None:
         print(f"ipylsp check: no such file: {', '.join(map(str, missing))}", file=sys.stderr)
         return EXIT_FAILURE
-    severity = args.severity or settings.severity
-    settings = dataclasses.replace(settings, severity=severity)
     if args.servers:
-        from ipylsp.servers import languages, registry
-
-        unknown = [s for s in args.servers
-                   if registry.get(s) is None and s not in {x.id for x in settings.extra_specs}]
-        if unknown:
-            print(f"ipylsp check: unknown server(s): {', '.join(unknown)}", file=sys.stderr)
+        settings = _chosen_servers(settings or _defaults(), args)
+        if settings is None:
             return EXIT_FAILURE
-        chosen = dict(settings.language_servers)
-        for path in args.paths:
-            language = languages.language_id(path)
-            if language is not None:
-                chosen[language] = tuple(args.servers)
-        settings = dataclasses.replace(settings, language_servers=chosen)
+    # Without --before the CLI reports everything a file has: its baseline is empty.
+    # `FileCheck`'s wire form (`model/wire.py`; tests/test_broker.py holds them equal).
+    files = [{"path": str(p.resolve()), "before": before if before is not None else ""}
+             for p in args.paths]
+    from ipylsp.broker.client import wanted
+
+    verdict = None
+    if wanted(settings):
+        verdict = _broker_verdict(settings, files, args)
+    if verdict is None:
+        verdict = _in_process_verdict(settings or _defaults(), files, args)
+    if verdict.stdout:
+        print(verdict.stdout, file=out)
+    for line in verdict.stderr:
+        print(line, file=sys.stderr)
+    return verdict.exit
+
+
+def _defaults() -> Settings:
+    from ipylsp.model.settings import Settings
+
+    return Settings()
+
+
+def _chosen_servers(settings: Settings, args: argparse.Namespace) -> Settings | None:
+    """`--server ID` for the files' languages; None (said on stderr) for an unknown id."""
+    from ipylsp.servers import languages, registry
+
+    unknown = [s for s in args.servers
+               if registry.get(s) is None and s not in {x.id for x in settings.extra_specs}]
+    if unknown:
+        print(f"ipylsp check: unknown server(s): {', '.join(unknown)}", file=sys.stderr)
+        return None
+    chosen = dict(settings.language_servers)
+    for path in args.paths:
+        language = languages.language_id(path)
+        if language is not None:
+            chosen[language] = tuple(args.servers)
+    return dataclasses.replace(settings, language_servers=chosen)
+
+
+def _broker_verdict(settings: Settings | None, files: list[dict[str, Any]],
+                    args: argparse.Namespace) -> Verdict | None:
+    """The broker's verdict (started if need be); None, said once on stderr, when there is
+    no broker to be had: the caller checks in-process."""
+    from ipylsp.broker.client import Broker, BrokerError, BrokerUnavailable
+
+    try:
+        with Broker.attach(settings, budget=args.timeout) as broker:
+            return broker.check(files, timeout=args.timeout, severity=args.severity,
+                                as_json=args.json, more_hint=CLI_MORE_HINT)
+    except (BrokerUnavailable, BrokerError) as exc:
+        print(f"ipylsp: no broker ({exc}); checking in-process", file=sys.stderr)
+        return None
+
+
+def _in_process_verdict(settings: Settings, files: list[dict[str, Any]],
+                        args: argparse.Namespace) -> Verdict:
+    from ipylsp.analysis import report as fmt
+    from ipylsp.analysis.report.verdict import verdict
+    from ipylsp.model.checks import FileCheck
+    from ipylsp.model.wire import from_wire
+    from ipylsp.service import Service
+
+    checks = from_wire(list[FileCheck], files)
     with Service(settings) as service:
-        # Without --before the CLI reports everything a file has: its baseline is empty.
-        files = [FileCheck(p.resolve(), before=before if before is not None else "")
-                 for p in args.paths]
-        report = service.check_files(files, timeout=args.timeout)
-    options = fmt.FormatOptions.from_settings(settings, more_hint=CLI_MORE_HINT)
-    _print_report(report, options, out, as_json=args.json)
-    unchecked = [f.display_path for f in report.files if not f.servers and not f.diagnostics]
-    if unchecked:  # nothing could check these: that is not "clean"
-        print(f"ipylsp check: no language server for {', '.join(unchecked)}", file=sys.stderr)
-        return EXIT_FAILURE
-    reported = {f.path for f in report.files}
-    if report.has_unknown or any(f.path not in reported for f in files):
-        return EXIT_FAILURE  # a file not checked at all (a FIFO, too large): a note says why
-    views = fmt.select(report, options)
-    return EXIT_PROBLEMS if any(v.shown or v.omitted for v in views) else EXIT_CLEAN
+        report = service.check_files(checks, timeout=args.timeout)
+    shown = dataclasses.replace(settings, severity=args.severity or settings.severity)
+    options = fmt.FormatOptions.from_settings(shown, more_hint=CLI_MORE_HINT)
+    return verdict(report, [f.path for f in checks], options, as_json=args.json)
 
 
 def _mcp(settings: Settings, args: argparse.Namespace) -> int:
@@ -375,11 +534,35 @@ def _mcp(settings: Settings, args: argparse.Namespace) -> int:
                         format="ipylsp mcp: %(levelname)s %(name)s: %(message)s")
     from ipylsp.agent.mcp_server import SdkMissing, run_stdio
 
+    tools = _relayed_tools(dataclasses.replace(settings, directory=root), root)
     try:
-        return run_stdio(root, settings)
+        return run_stdio(root, settings, tools)
     except SdkMissing as exc:
         print(exc, file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _relayed_tools(settings: Settings, root: Path) -> RelayedTools | None:
+    """The broker's tools for `root` (the broker started if need be); None, said once on
+    stderr, when there is no broker to be had: the tools run in this process."""
+    from ipylsp.broker.client import (
+        START_BUDGET,
+        Broker,
+        BrokerError,
+        BrokerUnavailable,
+        RelayedTools,
+        wanted,
+    )
+
+    if not wanted(settings):
+        return None
+    try:
+        broker = Broker.attach(settings, budget=START_BUDGET, cells_dir=root)
+    except (BrokerUnavailable, BrokerError) as exc:
+        print(f"ipylsp mcp: no broker ({exc}); serving in-process", file=sys.stderr)
+        return None
+    return RelayedTools(broker, root, max_chars=settings.max_answer_chars,
+                        timeout=2 * settings.wait_budget + START_BUDGET)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from traitlets.config import Configurable
 from traitlets.traitlets import MetaHasTraits
 
 from ipylsp.model.settings import Knob, Settings, knobs
+from ipylsp.settings_files import config_files
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,26 +107,6 @@ class IPyLSP(Configurable, metaclass=_KnobsFirst):
     def to_settings(self) -> Settings:
         """The settings these traits say (the core's own fields at their defaults)."""
         return Settings(**{t.field: t.value(getattr(self, name)) for name, t in TRAITS.items()})
-
-
-CONFIG_NAME = "ipylsp_config"
-
-
-def config_files() -> list[Path]:
-    """`ipylsp_config.py`/`.json` in Jupyter's config dirs, lowest precedence first."""
-    try:
-        from jupyter_core.paths import jupyter_config_path
-
-        dirs = [Path(d) for d in jupyter_config_path()]
-    except ImportError:
-        dirs = [Path.home() / ".jupyter"]
-    found = []
-    for directory in reversed(dirs):  # jupyter_config_path lists the most specific first
-        for suffix in (".json", ".py"):
-            candidate = directory / f"{CONFIG_NAME}{suffix}"
-            if candidate.is_file():
-                found.append(candidate)
-    return found
 
 
 def load_settings(extra: Path | None = None) -> Settings:

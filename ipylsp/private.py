@@ -26,7 +26,6 @@ import grp
 import os
 import pwd
 import stat
-import tempfile
 from pathlib import Path
 
 SEAL_NAME = "pyproject.toml"
@@ -156,6 +155,8 @@ def owned_dir(path: str | os.PathLike[str], *, narrow: bool = True) -> Path:
 
 def fresh_dir(parent: str | os.PathLike[str], prefix: str) -> Path:
     """A new directory with an unpredictable name inside `owned_dir(parent)` (0700)."""
+    import tempfile  # here: a thin client that only checks a directory does not pay for it
+
     return Path(tempfile.mkdtemp(prefix=prefix, dir=owned_dir(parent)))
 
 
@@ -166,6 +167,8 @@ def scratch_dir(prefix: str, *fallbacks: str | os.PathLike[str]) -> Path:
     user's cache dir, else in the cache dir of the user's home as the user database gives it
     (`$HOME` may be a fresh directory in /tmp), else in the first of `fallbacks` that is. A
     shared `/tmp` never is."""
+    import tempfile
+
     import platformdirs
 
     places = [Path(tempfile.gettempdir()), Path(platformdirs.user_cache_dir("ipylsp")) / "tmp"]

@@ -51,6 +51,13 @@ tempfile.tempdir = None  # this process's tempfile reads TMPDIR again
 # The persistent store (issue 14) of every service, kernel and server extension of the run:
 # never the user's, and gone with the run. Tests of the store itself pass their own file.
 os.environ["IPYLSP_STORE"] = str(SESSION_TMP / "store.sqlite3")
+# The broker (issue 30): off for every CLI call and `ipylsp mcp` of the run, so that each test
+# sees the process it started; tests/test_broker.py turns it on for its own clients. Its place
+# is the run's own runtime directory (short: a socket path has at most 107 bytes), never the
+# user's, so no broker of the user's is ever used or stopped by the tests.
+os.environ["IPYLSP_BROKER"] = "0"
+RUNTIME_DIR = Path(tempfile.mkdtemp(prefix="ipylsp-run-", dir="/tmp"))  # 0700, unpredictable
+os.environ["XDG_RUNTIME_DIR"] = str(RUNTIME_DIR)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,6 +146,7 @@ def _sweep_status_files() -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     _sweep_status_files()
     shutil.rmtree(SESSION_TMP, ignore_errors=True)
+    shutil.rmtree(RUNTIME_DIR, ignore_errors=True)
 
 
 # -- the fast run: a test not marked `real` starts no process ------------------------------------

@@ -30,13 +30,13 @@ TRAIT_TYPES = {
     "servers": "Dict", "custom_servers": "Dict", "semantic_after_syntax_error": "Bool",
     "install_strategy": "Enum", "data_dir": "Unicode", "store": "Bool", "store_path": "Unicode",
     "store_max_mb": "Float", "max_file_mb": "Float", "workspace_markers": "List",
-    "trusted_roots": "List",
+    "trusted_roots": "List", "broker": "Bool", "broker_idle": "Float",
 }
 """The traits as they were written by hand before they were made from `Settings`."""
 MINIMUMS = {"wait_budget": 0.1, "idle_timeout": 0, "max_open_documents": 1,
             "max_files_per_check": 0, "max_per_file": 1, "max_per_report": 1,
             "max_report_chars": 0, "max_answer_chars": 0, "cell_history": 0, "store_max_mb": 0,
-            "max_file_mb": 0}
+            "max_file_mb": 0, "broker_idle": 1}
 
 
 def test_every_knob_is_a_trait_of_its_fields_type_default_minimum_and_help() -> None:

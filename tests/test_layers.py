@@ -22,8 +22,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("analysis", ("ipylsp.analysis",)),
     ("io", ("ipylsp.lsp", "ipylsp.servers", "ipylsp.store")),
     ("service", ("ipylsp.service",)),
-    ("adapters", ("ipylsp", "ipylsp.config", "ipylsp.cli", "ipylsp.ipython", "ipylsp.agent",
-                  "ipylsp.server")),
+    ("adapters", ("ipylsp", "ipylsp.config", "ipylsp.settings_files", "ipylsp.cli",
+                  "ipylsp.ipython", "ipylsp.agent", "ipylsp.server", "ipylsp.broker")),
 )
 CORE = ("base", "model", "analysis", "io", "service")
 FRAMEWORKS = ("IPython", "ipykernel", "jupyter_server", "jupyter_client", "tornado",

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
 
+    from ipylsp.agent.result import ToolCaller
     from ipylsp.agent.toolbox import Toolbox
     from ipylsp.model.settings import Settings
 
@@ -113,7 +114,7 @@ async def _in_daemon_thread(call: Callable[..., T], *args: Any) -> T:
     return await done
 
 
-def build_server(toolbox: Toolbox) -> Server[Any]:
+def build_server(toolbox: ToolCaller) -> Server[Any]:
     """The MCP server for `toolbox`'s tools; run it on any transport."""
     try:
         import anyio
@@ -196,22 +197,27 @@ def http_session_manager(toolbox: Toolbox) -> Any:
     )
 
 
-def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
+def run_stdio(root: str | os.PathLike[str], settings: Settings,
+              tools: ToolCaller | None = None) -> int:
     """Serve the tools for `root` over stdin/stdout until the client closes stdin or a
-    SIGTERM/SIGINT arrives; every language server is stopped before returning (exit code)."""
+    SIGTERM/SIGINT arrives (exit code). `tools`: who answers (the broker's, relayed); None:
+    a service of this process's own, whose servers are all stopped before returning."""
     try:
         import anyio
         from mcp.server.stdio import stdio_server
     except ImportError as exc:
         raise SdkMissing(MISSING_SDK) from exc
-    from ipylsp.agent.toolbox import Toolbox
-    from ipylsp.service import Service
+    service = None
+    if tools is None:
+        from ipylsp.agent.toolbox import Toolbox
+        from ipylsp.service import Service
 
-    where = Path(root).resolve()  # the files' workspace, and the cells': the root's servers
-    service = Service(dataclasses.replace(settings, directory=where), cells_dir=where)
-    threading.Thread(target=_warm_up, name="ipylsp-mcp-warm-up", daemon=True).start()
+        where = Path(root).resolve()  # the files' workspace, and the cells': the root's servers
+        service = Service(dataclasses.replace(settings, directory=where), cells_dir=where)
+        tools = Toolbox(service, where)
+        threading.Thread(target=_warm_up, name="ipylsp-mcp-warm-up", daemon=True).start()
     try:
-        server = build_server(Toolbox(service, where))
+        server = build_server(tools)
 
         async def serve() -> None:
             async with anyio.create_task_group() as group:
@@ -227,7 +233,8 @@ def run_stdio(root: str | os.PathLike[str], settings: Settings) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        service.close()
+        if service is not None:
+            service.close()
     return 0
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ipylsp.agent.errors import ErrorCode, ToolError
 
@@ -34,3 +34,10 @@ class ToolResult:
 
     def __str__(self) -> str:
         return self.text
+
+
+class ToolCaller(Protocol):
+    """What answers tool calls: a `Toolbox` in this process, or the broker's, relayed
+    (`broker.client.RelayedTools`). Never raises."""
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult: ...

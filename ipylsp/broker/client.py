@@ -1,0 +1,441 @@
+"""A client of the user's broker: reach it (starting it when none runs), then call it.
+
+`Broker.attach(settings)` connects to this build's broker, or starts one (one client at a time,
+under the place's lock: the others wait for it and attach), and says hello on each connection:
+the secret, the build, and the client's context (its `Settings` and `Environment`, in their
+wire form), which picks the broker's service for it. Every wait is bounded by the caller's
+budget; whatever goes wrong (no private directory, a socket of another user, a broker that
+died, a secret that does not match) is `BrokerUnavailable` with one sentence, and the caller
+runs in-process, as without a broker.
+
+Several threads may call at once (an MCP server's tools): each call takes an idle connection
+or opens one. Imports the model, `frames`, `place` and the standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import select
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ipylsp.broker import frames
+from ipylsp.broker.place import Place, place
+
+if TYPE_CHECKING:
+    from ipylsp.agent.result import ToolResult
+    from ipylsp.model.checks import FileCheck
+    from ipylsp.model.diagnostics import Report
+    from ipylsp.model.settings import Settings
+    from ipylsp.model.verdict import Verdict
+
+ANSWER_MARGIN = 5.0
+"""Seconds a check's answer may take beyond its own budget before the broker counts as gone
+(the service answers within its budget plus its hand-over margin)."""
+START_BUDGET = 15.0
+"""At most this long for a broker to start (its imports, on a loaded machine), within the
+caller's own budget."""
+READY = b"ready\n"
+"""What a broker writes on its ready pipe once it accepts connections."""
+
+
+BROKER_ENV = "IPYLSP_BROKER"
+"""`IPYLSP_BROKER=0` turns the broker off for a process and what it starts, whatever the
+`broker` knob says (an agent's hook, a test suite)."""
+
+
+def wanted(settings: Settings | None) -> bool:
+    """Whether to use the broker: not when `$IPYLSP_BROKER` is 0, off, false or no; else the
+    `broker` knob (on by default; `settings` None: the defaults)."""
+    if os.environ.get(BROKER_ENV, "").strip().lower() in ("0", "off", "false", "no"):
+        return False
+    return settings is None or settings.broker
+
+
+class BrokerUnavailable(Exception):
+    """No broker could be had; the message says why, in one sentence."""
+
+
+class BrokerError(Exception):
+    """The broker answered a call with an error (`kind`: what went wrong)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Broker:
+    """Connections to this build's broker for one client context."""
+
+    def __init__(self, where: Place, secret: str, hello: dict[str, Any], pid: int) -> None:
+        self.place = where
+        self.pid = pid
+        """The broker's process."""
+        self._secret = secret
+        self._hello = hello
+        self._restart = True
+        """Start a new broker when this one is gone (not for `start=False` clients)."""
+        self._idle: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def attach(
+        cls, settings: Settings | None, *, budget: float, cells_dir: Path | None = None,
+        start: bool = True,
+    ) -> Broker:
+        """A broker for this context, started if none runs and `start`; `BrokerUnavailable`.
+        `settings` None: the defaults (a thin client that read no settings file sends none);
+        the environment is this process's (the broker keeps what its servers read)."""
+        deadline = time.monotonic() + budget
+        try:
+            where = place(lambda: _data_dir(settings))
+        except OSError as exc:
+            raise BrokerUnavailable(f"no private place for it: {exc}") from None
+        wire = None
+        if settings is not None:
+            from ipylsp.model.wire import to_wire
+
+            wire = to_wire(settings)
+        hello = {"build": where.build, "pid": os.getpid(), "settings": wire,
+                 "environment": {"executable": sys.executable, "prefix": sys.prefix,
+                                 "variables": sorted(os.environ.items())},
+                 "cells_dir": None if cells_dir is None else str(cells_dir)}
+        found = _existing(where, deadline)
+        if found is None:
+            if not start:
+                raise BrokerUnavailable("none runs")
+            found = _start(where, deadline)
+        sock, secret = found
+        broker = cls(where, secret, hello, 0)
+        broker._restart = start
+        try:
+            answer = broker._hello_on(sock, deadline)
+        except BaseException:
+            sock.close()
+            raise
+        broker.pid = int(answer.get("pid") or 0)
+        broker._idle.append(sock)
+        return broker
+
+    def call(self, name: str, args: dict[str, Any], *, timeout: float) -> Any:
+        """One call's answer (its wire form), within `timeout` seconds;
+        `BrokerUnavailable` when the broker could not be reached or did not answer in time,
+        `BrokerError` when it answered with an error. A connection the broker closed while
+        it was idle (the broker ended, or was killed) is replaced once: by a new broker,
+        started within the same deadline, when the old one is gone."""
+        deadline = time.monotonic() + timeout
+        for attempt in (1, 2):
+            sock, reused = self._take(deadline)
+            try:
+                frames.send(sock, {"call": name, "args": args}, deadline)
+                answer = frames.receive(sock, deadline)
+            except OSError as exc:  # frames.FrameError included
+                sock.close()
+                if reused and attempt == 1:
+                    self.close()  # its other idle connections went with it
+                    continue
+                raise BrokerUnavailable(f"the broker did not answer: {exc}") from None
+            with self._lock:
+                self._idle.append(sock)
+            return _result(answer)
+        raise AssertionError("unreachable")
+
+    # -- the calls, typed -----------------------------------------------------------------
+
+    def check_files(self, files: list[FileCheck], *, timeout: float) -> Report:
+        """`Service.check_files` in the broker's service for this context."""
+        from ipylsp.model.diagnostics import Report
+        from ipylsp.model.wire import read, to_wire
+
+        answer = self.call("check_files", {"files": to_wire(files), "timeout": timeout},
+                           timeout=timeout + ANSWER_MARGIN)
+        try:
+            return read(Report, answer)
+        except ValueError as exc:
+            raise BrokerUnavailable(f"the broker's answer is not a report: {exc}") from None
+
+    def check(self, files: list[dict[str, Any]], *, timeout: float, severity: str | None,
+              as_json: bool, more_hint: str) -> Verdict:
+        """`ipylsp check`'s verdict, rendered by the broker (`analysis.report.verdict`):
+        `files` in `FileCheck`'s wire form, so that a thin client imports no model."""
+        from ipylsp.model.verdict import Verdict
+
+        answer = self.call("check", {"files": files, "timeout": timeout, "severity": severity,
+                                     "json": as_json, "more_hint": more_hint},
+                           timeout=timeout + ANSWER_MARGIN)
+        try:
+            return Verdict.from_wire(answer)
+        except ValueError as exc:
+            raise BrokerUnavailable(f"the broker's answer is not a verdict: {exc}") from None
+
+    def tool(self, name: str, arguments: dict[str, Any] | None, *, root: Path,
+             max_chars: int | None, timeout: float) -> dict[str, Any]:
+        """An agent tool's `ToolResult.to_dict()` for the workspace `root`."""
+        answer = self.call("tool", {"name": name, "arguments": arguments, "root": str(root),
+                                    "max_chars": max_chars}, timeout=timeout)
+        if not isinstance(answer, dict):
+            raise BrokerUnavailable("the broker's answer is not a tool result")
+        return answer
+
+    def status(self, *, timeout: float = 5.0) -> dict[str, Any]:
+        """The broker's own view: its pid, build, clients, services and their servers."""
+        answer = self.call("status", {}, timeout=timeout)
+        if not isinstance(answer, dict):
+            raise BrokerUnavailable("the broker's answer is not a status")
+        return answer
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """End the broker (its servers stopped first)."""
+        self.call("stop", {}, timeout=timeout)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for sock in idle:
+            sock.close()
+
+    def __enter__(self) -> Broker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- connections ------------------------------------------------------------------------
+
+    def _take(self, deadline: float) -> tuple[socket.socket, bool]:
+        """An idle connection (True), or a new one, to a new broker if need be (False)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+        found = _existing(self.place, deadline)
+        if found is None:
+            if not self._restart:
+                raise BrokerUnavailable("the broker is gone")
+            found = _start(self.place, deadline)
+        sock, self._secret = found
+        try:
+            answer = self._hello_on(sock, deadline)
+        except BaseException:
+            sock.close()
+            raise
+        self.pid = int(answer.get("pid") or 0)
+        return sock, False
+
+    def _hello_on(self, sock: socket.socket, deadline: float) -> dict[str, Any]:
+        try:
+            frames.send(sock, {"call": "hello", "args": {**self._hello, "secret": self._secret}},
+                        deadline)
+            answer = frames.receive(sock, deadline)
+        except OSError as exc:
+            raise BrokerUnavailable(f"the broker did not answer: {exc}") from None
+        try:
+            value = _result(answer)
+        except BrokerError as exc:
+            raise BrokerUnavailable(f"the broker refused: {exc}") from None
+        if not isinstance(value, dict):
+            raise BrokerUnavailable("the broker's hello is not an object")
+        return value
+
+
+def _result(answer: dict[str, Any]) -> Any:
+    if "error" in answer:
+        error = answer["error"] if isinstance(answer["error"], dict) else {}
+        raise BrokerError(str(error.get("kind", "failed")), str(error.get("message", "")))
+    return answer.get("ok")
+
+
+def _connect(where: Place, deadline: float) -> socket.socket | None:
+    """A connection to the broker at `where`, checked to be this user's; None when nothing
+    listens there (no socket, or a dead broker's)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(max(0.05, deadline - time.monotonic()))
+        sock.connect(os.fspath(where.socket))
+        if frames.peer_uid(sock) != os.geteuid():
+            raise BrokerUnavailable(f"{where.socket} is another user's")
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        return None
+    except OSError as exc:
+        sock.close()
+        raise BrokerUnavailable(f"cannot connect to {where.socket}: {exc}") from None
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _secret(where: Place) -> str:
+    """The broker's secret, read only from a regular file of this user's that no one else
+    can read."""
+    try:
+        fd = os.open(where.secret, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise BrokerUnavailable(f"cannot read the broker's secret: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        import stat
+
+        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid()
+                or info.st_mode & 0o077):
+            raise BrokerUnavailable(f"{where.secret} is not a private file of this user's")
+        return os.read(fd, 4096).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+
+
+def _existing(where: Place, deadline: float) -> tuple[socket.socket, str] | None:
+    sock = _connect(where, deadline)
+    if sock is None:
+        return None
+    try:
+        return sock, _secret(where)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _data_dir(settings: Settings | None) -> Path:
+    from ipylsp.servers.executables import data_dir
+
+    return data_dir(settings)
+
+
+def _start(where: Place, deadline: float) -> tuple[socket.socket, str]:
+    """Start this build's broker, one client at a time: under the place's lock, a broker
+    another client started meanwhile is used instead."""
+    deadline = min(deadline, time.monotonic() + START_BUDGET)
+    try:
+        lock = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise BrokerUnavailable(f"cannot open {where.lock}: {exc.strerror}") from None
+    try:
+        _lock(lock, deadline)
+        found = _existing(where, deadline)
+        if found is not None:
+            return found
+        _spawn(where, deadline)
+        found = _existing(where, deadline)
+        if found is None:
+            raise BrokerUnavailable("the broker started but does not listen")
+        return found
+    finally:
+        os.close(lock)  # the lock goes with it
+
+
+def _lock(fd: int, deadline: float) -> None:
+    """The place's start lock, waited for until `deadline` (another client is starting the
+    broker: a bounded wait, then that broker is used)."""
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() + pause > deadline:
+                raise BrokerUnavailable("another process is starting the broker") from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+
+def _spawn(where: Place, deadline: float) -> None:
+    """Start the broker in a session of its own, with this interpreter and this package (its
+    directory first on `PYTHONPATH`), and wait for its ready line."""
+    package_parent = str(Path(__file__).resolve().parent.parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+    ready_read, ready_write = os.pipe()
+    try:
+        log = os.open(where.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+                      | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        os.close(ready_read)
+        os.close(ready_write)
+        raise BrokerUnavailable(f"cannot open {where.log}: {exc.strerror}") from None
+    import subprocess
+
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ipylsp.broker", "--ready-fd", str(ready_write),
+             "--directory", os.fspath(where.directory), "--build", where.build],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(ready_write,),
+            start_new_session=True, env=env, cwd="/",
+        )
+    except OSError as exc:
+        os.close(ready_read)
+        raise BrokerUnavailable(f"cannot start the broker: {exc.strerror}") from None
+    finally:
+        os.close(ready_write)
+        os.close(log)
+    # Reaped when it ends, so that a long-lived client (an MCP server) keeps no zombie.
+    threading.Thread(target=process.wait, name="ipylsp-broker-reaper", daemon=True).start()
+    try:
+        line = _read_ready(ready_read, deadline)
+    finally:
+        os.close(ready_read)
+    if line != READY:
+        raise BrokerUnavailable(
+            f"the broker did not start ({_last_line(where.log) or 'no message'}); "
+            f"its log: {where.log}")
+
+
+def _read_ready(fd: int, deadline: float) -> bytes:
+    got = b""
+    while not got.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return got
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            return got
+        chunk = os.read(fd, 64)
+        if not chunk:
+            return got
+        got += chunk
+    return got
+
+
+def _last_line(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        if lines:
+            return lines[-1][-300:]
+    return ""
+
+
+
+class RelayedTools:
+    """The broker's agent tools for one workspace, called like a `Toolbox` (`ToolCaller`):
+    one message a call. Never raises: a broker that cannot answer is a failed result that
+    says so (the next call starts a new one)."""
+
+    def __init__(self, broker: Broker, root: Path, *, max_chars: int | None,
+                 timeout: float) -> None:
+        self._broker = broker
+        self._root = root
+        self._max_chars = max_chars
+        self._timeout = timeout
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult:
+        from ipylsp.agent.errors import ToolError
+        from ipylsp.agent.result import ToolResult
+
+        try:
+            answer = self._broker.tool(name, arguments, root=self._root,
+                                       max_chars=self._max_chars, timeout=self._timeout)
+        except (BrokerUnavailable, BrokerError) as exc:
+            return ToolResult.failure(ToolError(
+                "server_unavailable", f"ipylsp's broker did not answer ({exc}); retry: a new "
+                "one starts on the next call"))
+        data = answer.get("data")
+        code = answer.get("error_code")
+        return ToolResult(ok=answer.get("ok") is True, text=str(answer.get("text", "")),
+                          data=data if isinstance(data, dict) else {},
+                          error_code=code if isinstance(code, str) else None)  # type: ignore[arg-type]

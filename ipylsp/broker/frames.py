@@ -1,0 +1,84 @@
+"""The broker socket's messages: a 4-byte big-endian length, then that many bytes of UTF-8
+JSON; a message over `MAX_FRAME` is refused before it is read. Reads and writes keep to a
+deadline (`socket` timeouts set from it), so no call waits on a broker beyond its budget.
+
+A request is `{"call": name, "args": {...}}`; its answer `{"ok": value}` or
+`{"error": {"kind": ..., "message": ...}}`. The first request of a connection is `hello`
+(the secret, the build, the client's context). Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from typing import Any
+
+MAX_FRAME = 256 * 1024 * 1024
+"""The largest message either side accepts (a report of many files, a big file's text)."""
+
+_HEADER = struct.Struct(">I")
+
+
+class FrameError(OSError):
+    """The peer closed, sent what is not a message, or did not answer in time."""
+
+
+def send(sock: socket.socket, message: dict[str, Any], deadline: float | None = None) -> None:
+    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass")
+    if len(body) > MAX_FRAME:
+        raise FrameError(f"message of {len(body)} bytes is over {MAX_FRAME}")
+    _timeout(sock, deadline)
+    try:
+        sock.sendall(_HEADER.pack(len(body)) + body)
+    except TimeoutError:
+        raise FrameError("the peer did not read in time") from None
+
+
+def receive(sock: socket.socket, deadline: float | None = None) -> dict[str, Any]:
+    """The next message; `FrameError` when the peer closed, overran, or `deadline` passed."""
+    (size,) = _HEADER.unpack(_exactly(sock, _HEADER.size, deadline))
+    if size > MAX_FRAME:
+        raise FrameError(f"message of {size} bytes is over {MAX_FRAME}")
+    body = _exactly(sock, size, deadline)
+    try:
+        message = json.loads(body.decode("utf-8", "surrogatepass"))
+    except ValueError as exc:
+        raise FrameError(f"not a message: {exc}") from None
+    if not isinstance(message, dict):
+        raise FrameError("not a message: not a JSON object")
+    return message
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The user of the process at the other end of a connected Unix socket."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
+
+
+def _timeout(sock: socket.socket, deadline: float | None) -> None:
+    if deadline is None:
+        sock.settimeout(None)
+        return
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise FrameError("no answer in time")
+    sock.settimeout(left)
+
+
+def _exactly(sock: socket.socket, size: int, deadline: float | None) -> bytes:
+    chunks: list[bytes] = []
+    left = size
+    while left:
+        _timeout(sock, deadline)
+        try:
+            chunk = sock.recv(min(left, 1 << 20))
+        except TimeoutError:
+            raise FrameError("no answer in time") from None
+        if not chunk:
+            raise FrameError("the peer closed the connection")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,359 @@
+"""The broker process: the user's warm language servers, served to every client of its build.
+
+One `Service` per client context: the client's `Settings`, its `Environment` (interpreter, the
+variables servers read) and the directory of its cells, all as the client has them, so a
+server's answers never depend on which client started it; clients with the same context share
+one service and its servers. The agent tools run here too, one `Toolbox` per workspace root, so
+an `ipylsp mcp` relays a tool call in one message.
+
+Private: the socket is bound in the place's 0700 directory and made 0600; a connecting process
+must be this user's (`SO_PEERCRED`) and send the secret (0600, new at each start) and this
+build. Lifetime: it ends when no client has been connected and no call made for `--idle`
+seconds, on a `stop` call, and on SIGTERM or SIGINT, closing every service first (their servers
+stopped); a SIGKILLed broker's servers are killed by their watchdogs, as a kernel's are. An
+adapter over the service's facade and the agent's tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ipylsp.broker import frames
+from ipylsp.broker.client import READY
+from ipylsp.broker.place import Place, build_id
+from ipylsp.model.checks import FileCheck
+from ipylsp.model.environment import Environment
+from ipylsp.model.settings import Settings
+from ipylsp.model.wire import from_wire, read, to_wire
+from ipylsp.private import owned_dir
+
+if TYPE_CHECKING:
+    from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.model.verdict import Verdict
+    from ipylsp.service import Service
+
+log = logging.getLogger("ipylsp.broker")
+
+HELLO_WITHIN = 5.0
+"""Seconds a new connection has to say hello."""
+
+
+@dataclass
+class Context:
+    """One client context's service, and its tools per workspace root."""
+
+    key: str
+    service: Service
+    toolboxes: dict[tuple[str, int | None], Toolbox] = field(default_factory=dict)
+
+
+@dataclass
+class Client:
+    pid: int
+    context: str
+    since: float = field(default_factory=time.time)
+
+
+class Broker:
+    """The broker's state: contexts, connected clients, when it was last used."""
+
+    def __init__(self, where: Place, secret: str, idle: float) -> None:
+        self.place = where
+        self.idle = idle
+        self._secret = secret
+        self._contexts: dict[str, Context] = {}
+        self._clients: dict[int, Client] = {}
+        self._lock = threading.Lock()
+        self._last_used = time.monotonic()
+        self.stopping = threading.Event()
+        self.started = time.time()
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def touch(self) -> None:
+        with self._lock:
+            self._last_used = time.monotonic()
+
+    def idle_for(self) -> float | None:
+        """Seconds without a client nor a call; None while a client is connected."""
+        with self._lock:
+            if self._clients:
+                return None
+            return time.monotonic() - self._last_used
+
+    def close(self) -> None:
+        with self._lock:
+            contexts, self._contexts = list(self._contexts.values()), {}
+        for context in contexts:
+            with contextlib.suppress(Exception):
+                context.service.close()
+
+    # -- connections ----------------------------------------------------------------------
+
+    def serve_connection(self, conn: socket.socket) -> None:
+        """Hello, then calls, until the client closes; never raises."""
+        token = id(conn)
+        try:
+            if frames.peer_uid(conn) != os.geteuid():
+                return
+            hello = frames.receive(conn, time.monotonic() + HELLO_WITHIN)
+            context = self._greet(conn, hello)
+            if context is None:
+                return
+            with self._lock:
+                self._clients[token] = Client(int(hello["args"].get("pid") or 0), context.key)
+            while not self.stopping.is_set():
+                try:
+                    message = frames.receive(conn)
+                except frames.FrameError:
+                    return
+                self.touch()
+                answer = self._answer(context, message)
+                frames.send(conn, answer)
+                self.touch()
+                if message.get("call") == "stop":
+                    self.stopping.set()
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.info("a connection ended: %r", exc)
+        finally:
+            with self._lock:
+                self._clients.pop(token, None)
+                self._last_used = time.monotonic()
+            conn.close()
+
+    def _greet(self, conn: socket.socket, hello: dict[str, Any]) -> Context | None:
+        args = hello.get("args")
+        if hello.get("call") != "hello" or not isinstance(args, dict):
+            frames.send(conn, _error("protocol", "the first call must be hello"))
+            return None
+        if not hmac.compare_digest(str(args.get("secret", "")), self._secret):
+            frames.send(conn, _error("denied", "wrong secret"))
+            return None
+        if args.get("build") != self.place.build:
+            frames.send(conn, _error("build", f"this broker is build {self.place.build}"))
+            return None
+        try:
+            context = self._context(args)
+        except ValueError as exc:
+            frames.send(conn, _error("bad_context", str(exc)))
+            return None
+        frames.send(conn, {"ok": {"pid": os.getpid(), "context": context.key,
+                                  "build": self.place.build}})
+        return context
+
+    def _context(self, args: dict[str, Any]) -> Context:
+        given = args.get("settings")
+        settings = Settings() if given is None else read(Settings, given)
+        raw = args.get("environment")
+        if not isinstance(raw, dict):
+            raise ValueError("no environment")
+        # the client's whole environment: the value keeps only what servers read
+        environment = read(Environment, raw)
+        cells = args.get("cells_dir")
+        cells_dir = Path(cells) if isinstance(cells, str) else None
+        key = hashlib.sha256(json.dumps(
+            [to_wire(settings), environment.digest(), cells], sort_keys=True,
+        ).encode()).hexdigest()[:16]
+        with self._lock:
+            found = self._contexts.get(key)
+            if found is None:
+                from ipylsp.service import Service
+
+                found = Context(key, Service(settings, cells_dir=cells_dir,
+                                             environment=environment))
+                self._contexts[key] = found
+            return found
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def _answer(self, context: Context, message: dict[str, Any]) -> dict[str, Any]:
+        call, args = message.get("call"), message.get("args")
+        if not isinstance(args, dict):
+            return _error("protocol", "a call's args must be an object")
+        try:
+            if call == "check":
+                return {"ok": _verdict(context.service, args).to_wire()}
+            if call == "check_files":
+                files = from_wire(tuple[FileCheck, ...], args.get("files"))
+                timeout = float(args.get("timeout") or context.service.settings.wait_budget)
+                return {"ok": to_wire(context.service.check_files(files, timeout=timeout))}
+            if call == "tool":
+                box = self._toolbox(context, args)
+                arguments = args.get("arguments")
+                return {"ok": box.call(str(args.get("name")),
+                                       arguments if isinstance(arguments, dict) else None
+                                       ).to_dict()}
+            if call == "status":
+                return {"ok": self.status()}
+            if call == "stop":
+                return {"ok": True}
+        except ValueError as exc:
+            return _error("bad_call", str(exc))
+        except Exception as exc:  # our bug: the client gets one line, the broker carries on
+            log.exception("call %s failed", call)
+            return _error("failed", repr(exc))
+        return _error("unknown_call", f"there is no call {call!r}")
+
+    def _toolbox(self, context: Context, args: dict[str, Any]) -> Toolbox:
+        from ipylsp.agent.toolbox import Toolbox
+
+        root = str(args.get("root") or "")
+        if not os.path.isabs(root):
+            raise ValueError("a tool call needs an absolute root")
+        chars = args.get("max_chars")
+        max_chars = chars if isinstance(chars, int) and not isinstance(chars, bool) else None
+        with self._lock:
+            box = context.toolboxes.get((root, max_chars))
+            if box is None:
+                box = Toolbox(context.service, Path(root), max_chars=max_chars)
+                context.toolboxes[(root, max_chars)] = box
+            return box
+
+    def status(self) -> dict[str, Any]:
+        """Its pid, build, clients, and each context's servers with their memory."""
+        with self._lock:
+            clients = [{"pid": c.pid, "context": c.context, "since": c.since}
+                       for c in self._clients.values()]
+            contexts = list(self._contexts.values())
+        servers = []
+        for context in contexts:
+            for row in context.service.status():
+                servers.append({**row.to_json(), "context": context.key,
+                                "rss_kb": _rss_kb(row.pid) if row.pid else None})
+        return {"pid": os.getpid(), "build": self.place.build, "started": self.started,
+                "rss_kb": _rss_kb(os.getpid()), "idle_after": self.idle,
+                "clients": clients, "contexts": len(contexts), "servers": servers}
+
+
+def _verdict(service: Service, args: dict[str, Any]) -> Verdict:
+    """`ipylsp check`'s verdict for a thin client: checked and rendered here, with the
+    client's severity and hint."""
+    from ipylsp.analysis.report import FormatOptions
+    from ipylsp.analysis.report.verdict import verdict
+
+    files = from_wire(tuple[FileCheck, ...], args.get("files"))
+    timeout = float(args.get("timeout") or service.settings.wait_budget)
+    report = service.check_files(files, timeout=timeout)
+    severity = args.get("severity") or service.settings.severity
+    shown = from_wire(Settings, {**to_wire(service.settings), "severity": severity})
+    options = FormatOptions.from_settings(shown, more_hint=str(args.get("more_hint") or ""))
+    return verdict(report, [f.path for f in files], options, as_json=bool(args.get("json")))
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"error": {"kind": kind, "message": message}}
+
+
+def _rss_kb(pid: int) -> int | None:
+    with contextlib.suppress(OSError, ValueError), open(
+            f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
+
+
+def _write_secret(where: Place) -> str:
+    """A new secret, in a file only this user can read (made under a name of its own, then
+    moved into place)."""
+    secret = secrets.token_hex(32)
+    temporary = where.directory / f".{where.secret.name}.{os.getpid()}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, secret.encode("ascii"))
+    finally:
+        os.close(fd)
+    os.replace(temporary, where.secret)
+    return secret
+
+
+def _bind(where: Place) -> socket.socket:
+    """The listening socket at `where.socket` (a dead broker's left there is replaced: the
+    caller holds the start lock, and nothing answered on it)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(where.socket)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(os.fspath(where.socket))
+    finally:
+        os.umask(old)
+    os.chmod(where.socket, 0o600)
+    listener.listen(64)
+    return listener
+
+
+def run(where: Place, idle: float, ready_fd: int | None) -> int:
+    secret = _write_secret(where)
+    listener = _bind(where)
+    bound = os.stat(where.socket).st_ino
+    broker = Broker(where, secret, idle)
+
+    def on_signal(signum: int, frame: object) -> None:
+        broker.stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if ready_fd is not None:
+        os.write(ready_fd, READY)
+        os.close(ready_fd)
+    log.info("broker %s listening at %s", where.build, where.socket)
+    try:
+        while not broker.stopping.is_set():
+            quiet = broker.idle_for()
+            if quiet is not None and quiet >= idle:
+                log.info("idle for %.0f s: ending", quiet)
+                break
+            listener.settimeout(1.0 if quiet is None else max(0.05, min(1.0, idle - quiet)))
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if broker.stopping.is_set():
+                    break
+                raise
+            broker.touch()
+            threading.Thread(target=broker.serve_connection, args=(conn,),
+                             name="ipylsp-broker-client", daemon=True).start()
+    finally:
+        with contextlib.suppress(OSError):  # only our own socket: a newer broker's stays
+            if os.stat(where.socket).st_ino == bound:
+                os.unlink(where.socket)
+        listener.close()
+        broker.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ipylsp.broker")
+    parser.add_argument("--ready-fd", type=int, default=None)
+    parser.add_argument("--directory", type=Path, required=True)
+    parser.add_argument("--build", default=None)
+    parser.add_argument("--idle", type=float, default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s ipylsp broker %(process)d: %(message)s")
+    build = build_id()
+    if args.build is not None and args.build != build:
+        print(f"this package is build {build}, not {args.build}", file=sys.stderr)
+        return 2
+    where = Place(owned_dir(args.directory), build)
+    idle = args.idle if args.idle is not None else Settings().broker_idle
+    return run(where, idle, args.ready_fd)
+
