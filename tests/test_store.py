@@ -558,3 +558,28 @@ def test_a_stored_outline_is_stale_past_the_read_limit(tmp_path: Path) -> None:
         assert found is not None and found[1].stale is True
     finally:
         answers.close()
+
+
+def test_a_changed_store_max_mb_reaches_the_open_store(tmp_path: Path) -> None:
+    """`Service.configure` with another `store_max_mb` (the same file): the open store evicts
+    to the new cap from its next write on, without being reopened."""
+    from dataclasses import replace as changed
+
+    from ipylsp.model.settings import Settings
+    from ipylsp.service.state import ServiceState
+
+    state = ServiceState(Settings(store_path=tmp_path / "store.sqlite3"))
+    try:
+        store = state.answers.reader()
+        assert store is not None and store.max_bytes == 64 * 1024 * 1024
+        for n in range(40):  # about 192 KiB, far below 64 MiB: nothing goes
+            store.put_diagnostics(f"/w/{n}.py", str(n), "ty", DIAGS * 20)
+        assert store.flush() and store.info().rows == 40
+        state.configure(changed(state.settings, store_max_mb=0.125))
+        assert state.answers.store() is store and store.max_bytes == 128 * 1024
+        store.put_diagnostics("/w/new.py", "new", "ty", DIAGS * 20)
+        assert store.flush()
+        assert store.info().rows < 41  # over the new cap: the least recently used went
+        assert store.get_diagnostics("/w/new.py", "new", "ty") is not None
+    finally:
+        state.close()

@@ -99,6 +99,11 @@ EARLY_PUTS = 1000
 """Puts kept while the store opens (then written); beyond, they are dropped (a cache)."""
 
 
+def _max_bytes(settings: Settings) -> int:
+    """The store's size cap (0: none)."""
+    return int(settings.store_max_mb * 1024 * 1024)
+
+
 class Answers:
     """One service's handle on the store file. The file opens on a thread of its own (its
     checks and migrations may wait on other processes' locks), never on the service's loop;
@@ -112,7 +117,7 @@ class Answers:
         """The service's settings (`configure` keeps them current): how much of a file is
         read to tell whether a stored answer is stale."""
         self._file = self.configured
-        self._max_bytes = int(settings.store_max_mb * 1024 * 1024)
+        self._max_bytes = _max_bytes(settings)
         self._store: Store | None = None
         self._lock = threading.Lock()
         self._early: list[Callable[[Store], None]] = []
@@ -146,6 +151,7 @@ class Answers:
                     if store is None:
                         self._file = None
                     elif not closed:
+                        store.max_bytes = self._max_bytes  # `configure` may have changed it
                         self._store = store
                     break
             if store is not None:
@@ -154,6 +160,16 @@ class Answers:
         if store is not None and closed:  # the service closed meanwhile: written, closed
             store.close()
         self._opened.set()
+
+    def configure(self, settings: Settings) -> None:
+        """The service's new settings, for a store of the same file (another file is another
+        `Answers`): the read limit, and `store_max_mb` for the open store too, whose next
+        write evicts down to it (nothing is reopened)."""
+        with self._lock:
+            self.settings = settings
+            self._max_bytes = _max_bytes(settings)
+            if self._store is not None:
+                self._store.max_bytes = self._max_bytes
 
     def store(self, wait: float = OPEN_WAIT) -> Store | None:
         """The open store; None when off, unopenable, or still opening after `wait` s (only

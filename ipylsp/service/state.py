@@ -36,12 +36,12 @@ class ServiceState:
 
     def configure(self, settings: Settings) -> None:
         """New settings for every part at once; a new store file (`store`, `store_path`) is
-        opened in place of the old one."""
+        opened in place of the old one, the same one takes its new size cap."""
         self._settings = self.pool.settings = self.resolver.settings = settings
         if store_file(settings) != self.answers.configured:
             self.answers.close()
             self.answers = Answers(settings)
-        self.answers.settings = settings
+        self.answers.configure(settings)
 
     def close(self) -> None:
         """Queued automatic installs dropped, the store closed (the pool is closed on the
