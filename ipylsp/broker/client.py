@@ -79,6 +79,7 @@ class Broker:
         """The broker's process."""
         self._secret = secret
         self._hello = hello
+        self._idle_s = _idle(None)
         self._restart = True
         """Start a new broker when this one is gone (not for `start=False` clients)."""
         self._idle: list[socket.socket] = []
@@ -102,7 +103,8 @@ class Broker:
             from ipylsp.model.wire import to_wire
 
             wire = to_wire(settings)
-        hello = {"build": where.build, "pid": os.getpid(), "settings": wire,
+        hello = {"build": where.build, "pid": os.getpid(), "session": os.urandom(8).hex(),
+                 "settings": wire,
                  "environment": {"executable": sys.executable, "prefix": sys.prefix,
                                  "variables": sorted(os.environ.items())},
                  "cells_dir": None if cells_dir is None else str(cells_dir)}
@@ -110,10 +112,11 @@ class Broker:
         if found is None:
             if not start:
                 raise BrokerUnavailable("none runs")
-            found = _start(where, deadline)
+            found = _start(where, deadline, _idle(settings))
         sock, secret = found
         broker = cls(where, secret, hello, 0)
         broker._restart = start
+        broker._idle_s = _idle(settings)
         try:
             answer = broker._hello_on(sock, deadline)
         except BaseException:
@@ -217,7 +220,7 @@ class Broker:
         if found is None:
             if not self._restart:
                 raise BrokerUnavailable("the broker is gone")
-            found = _start(self.place, deadline)
+            found = _start(self.place, deadline, self._idle_s)
         sock, self._secret = found
         try:
             answer = self._hello_on(sock, deadline)
@@ -307,7 +310,12 @@ def _data_dir(settings: Settings | None) -> Path:
     return data_dir(settings)
 
 
-def _start(where: Place, deadline: float) -> tuple[socket.socket, str]:
+def _idle(settings: Settings | None) -> float | None:
+    """The `broker_idle` a broker this client starts gets (None: the default)."""
+    return None if settings is None else settings.broker_idle
+
+
+def _start(where: Place, deadline: float, idle: float | None) -> tuple[socket.socket, str]:
     """Start this build's broker, one client at a time: under the place's lock, a broker
     another client started meanwhile is used instead."""
     deadline = min(deadline, time.monotonic() + START_BUDGET)
@@ -320,7 +328,7 @@ def _start(where: Place, deadline: float) -> tuple[socket.socket, str]:
         found = _existing(where, deadline)
         if found is not None:
             return found
-        _spawn(where, deadline)
+        _spawn(where, deadline, idle)
         found = _existing(where, deadline)
         if found is None:
             raise BrokerUnavailable("the broker started but does not listen")
@@ -344,7 +352,7 @@ def _lock(fd: int, deadline: float) -> None:
             pause = min(pause * 2, 0.1)
 
 
-def _spawn(where: Place, deadline: float) -> None:
+def _spawn(where: Place, deadline: float, idle: float | None) -> None:
     """Start the broker in a session of its own, with this interpreter and this package (its
     directory first on `PYTHONPATH`), and wait for its ready line."""
     package_parent = str(Path(__file__).resolve().parent.parent.parent)
@@ -364,7 +372,8 @@ def _spawn(where: Place, deadline: float) -> None:
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "ipylsp.broker", "--ready-fd", str(ready_write),
-             "--directory", os.fspath(where.directory), "--build", where.build],
+             "--directory", os.fspath(where.directory), "--build", where.build,
+             *(() if idle is None else ("--idle", repr(float(idle))))],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(ready_write,),
             start_new_session=True, env=env, cwd="/",
         )

@@ -4,8 +4,9 @@ A broker serves only clients of its own build: the ipylsp version and a digest o
 source files' names, sizes and modification times, so that an upgrade, or an edit in a
 development checkout, never talks to a broker running older code (that one ends when idle).
 
-Its directory is `$XDG_RUNTIME_DIR/ipylsp` when `$XDG_RUNTIME_DIR` is this user's alone (owned,
-0700, not a link: what systemd-logind makes), else `<data dir>/run`; either is made or checked
+Its directory is `$XDG_RUNTIME_DIR/ipylsp` when `$XDG_RUNTIME_DIR` (unset: `/run/user/<uid>`)
+is this user's alone (owned, 0700, not a link: what systemd-logind makes), else
+`<data dir>/run`; either is made or checked
 by `private.owned_dir`, like every private path of ipylsp: a directory another user made or can
 swap is refused (`NotPrivate`), never adopted. In it, per build: the socket, the secret (0600),
 the lock a client holds while it starts the broker, the broker's log.
@@ -81,10 +82,11 @@ class Place:
 
 
 def _runtime_dir() -> Path | None:
-    """`$XDG_RUNTIME_DIR` when it is this user's alone; None otherwise (unset, or a directory
-    another user owns or may enter)."""
-    value = os.environ.get(RUNTIME_ENV, "")
-    if not value or not os.path.isabs(value):
+    """`$XDG_RUNTIME_DIR`, else `/run/user/<uid>` (what it is set to, for a process whose
+    environment was cut down: an MCP client starts its servers with a few variables only),
+    when it is this user's alone; None otherwise (none, or another user owns or may enter it)."""
+    value = os.environ.get(RUNTIME_ENV, "") or f"/run/user/{os.geteuid()}"
+    if not os.path.isabs(value):
         return None
     try:
         info = os.lstat(value)

@@ -55,18 +55,25 @@ HELLO_WITHIN = 5.0
 
 @dataclass
 class Context:
-    """One client context's service, and its tools per workspace root."""
+    """One client context's service: its servers, loop and store."""
 
     key: str
     service: Service
-    toolboxes: dict[tuple[str, int | None], Toolbox] = field(default_factory=dict)
 
 
 @dataclass
-class Client:
+class Session:
+    """One client's view of its context (`Service(shares=...)`): its own checked files and
+    pending problems, so that what its writes introduced is measured against its own last
+    texts, as in a process of its own; its tools per workspace root. It ends with the
+    client's last connection."""
+
+    context: Context
+    service: Service
     pid: int
-    context: str
+    connections: int = 0
     since: float = field(default_factory=time.time)
+    toolboxes: dict[tuple[str, int | None], Toolbox] = field(default_factory=dict)
 
 
 class Broker:
@@ -77,7 +84,7 @@ class Broker:
         self.idle = idle
         self._secret = secret
         self._contexts: dict[str, Context] = {}
-        self._clients: dict[int, Client] = {}
+        self._sessions: dict[tuple[str, str], Session] = {}
         self._lock = threading.Lock()
         self._last_used = time.monotonic()
         self.stopping = threading.Event()
@@ -92,13 +99,17 @@ class Broker:
     def idle_for(self) -> float | None:
         """Seconds without a client nor a call; None while a client is connected."""
         with self._lock:
-            if self._clients:
+            if self._sessions:
                 return None
             return time.monotonic() - self._last_used
 
     def close(self) -> None:
         with self._lock:
             contexts, self._contexts = list(self._contexts.values()), {}
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            with contextlib.suppress(Exception):
+                session.service.close()
         for context in contexts:
             with contextlib.suppress(Exception):
                 context.service.close()
@@ -107,23 +118,21 @@ class Broker:
 
     def serve_connection(self, conn: socket.socket) -> None:
         """Hello, then calls, until the client closes; never raises."""
-        token = id(conn)
+        session: Session | None = None
         try:
             if frames.peer_uid(conn) != os.geteuid():
                 return
             hello = frames.receive(conn, time.monotonic() + HELLO_WITHIN)
-            context = self._greet(conn, hello)
-            if context is None:
+            session = self._greet(conn, hello)
+            if session is None:
                 return
-            with self._lock:
-                self._clients[token] = Client(int(hello["args"].get("pid") or 0), context.key)
             while not self.stopping.is_set():
                 try:
                     message = frames.receive(conn)
                 except frames.FrameError:
                     return
                 self.touch()
-                answer = self._answer(context, message)
+                answer = self._answer(session, message)
                 frames.send(conn, answer)
                 self.touch()
                 if message.get("call") == "stop":
@@ -131,12 +140,23 @@ class Broker:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.info("a connection ended: %r", exc)
         finally:
-            with self._lock:
-                self._clients.pop(token, None)
-                self._last_used = time.monotonic()
+            if session is not None:
+                self._leave(session)
+            self.touch()
             conn.close()
 
-    def _greet(self, conn: socket.socket, hello: dict[str, Any]) -> Context | None:
+    def _leave(self, session: Session) -> None:
+        """A connection of `session` closed: the session ends with its last one."""
+        with self._lock:
+            session.connections -= 1
+            if session.connections > 0:
+                return
+            for key, found in list(self._sessions.items()):
+                if found is session:
+                    del self._sessions[key]
+        session.service.close()
+
+    def _greet(self, conn: socket.socket, hello: dict[str, Any]) -> Session | None:
         args = hello.get("args")
         if hello.get("call") != "hello" or not isinstance(args, dict):
             frames.send(conn, _error("protocol", "the first call must be hello"))
@@ -148,13 +168,30 @@ class Broker:
             frames.send(conn, _error("build", f"this broker is build {self.place.build}"))
             return None
         try:
-            context = self._context(args)
+            session = self._session(args)
         except ValueError as exc:
             frames.send(conn, _error("bad_context", str(exc)))
             return None
-        frames.send(conn, {"ok": {"pid": os.getpid(), "context": context.key,
+        frames.send(conn, {"ok": {"pid": os.getpid(), "context": session.context.key,
                                   "build": self.place.build}})
-        return context
+        return session
+
+    def _session(self, args: dict[str, Any]) -> Session:
+        """The client's session (made at its first connection), one connection more."""
+        context = self._context(args)
+        token = str(args.get("session") or "")
+        if not token:
+            raise ValueError("no session")
+        with self._lock:
+            session = self._sessions.get((context.key, token))
+            if session is None:
+                from ipylsp.service import Service
+
+                session = Session(context, Service(shares=context.service),
+                                  int(args.get("pid") or 0))
+                self._sessions[(context.key, token)] = session
+            session.connections += 1
+            return session
 
     def _context(self, args: dict[str, Any]) -> Context:
         given = args.get("settings")
@@ -181,19 +218,19 @@ class Broker:
 
     # -- calls ------------------------------------------------------------------------------
 
-    def _answer(self, context: Context, message: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, session: Session, message: dict[str, Any]) -> dict[str, Any]:
         call, args = message.get("call"), message.get("args")
         if not isinstance(args, dict):
             return _error("protocol", "a call's args must be an object")
         try:
             if call == "check":
-                return {"ok": _verdict(context.service, args).to_wire()}
+                return {"ok": _verdict(session.service, args).to_wire()}
             if call == "check_files":
                 files = from_wire(tuple[FileCheck, ...], args.get("files"))
-                timeout = float(args.get("timeout") or context.service.settings.wait_budget)
-                return {"ok": to_wire(context.service.check_files(files, timeout=timeout))}
+                timeout = float(args.get("timeout") or session.service.settings.wait_budget)
+                return {"ok": to_wire(session.service.check_files(files, timeout=timeout))}
             if call == "tool":
-                box = self._toolbox(context, args)
+                box = self._toolbox(session, args)
                 arguments = args.get("arguments")
                 return {"ok": box.call(str(args.get("name")),
                                        arguments if isinstance(arguments, dict) else None
@@ -209,7 +246,7 @@ class Broker:
             return _error("failed", repr(exc))
         return _error("unknown_call", f"there is no call {call!r}")
 
-    def _toolbox(self, context: Context, args: dict[str, Any]) -> Toolbox:
+    def _toolbox(self, session: Session, args: dict[str, Any]) -> Toolbox:
         from ipylsp.agent.toolbox import Toolbox
 
         root = str(args.get("root") or "")
@@ -218,17 +255,17 @@ class Broker:
         chars = args.get("max_chars")
         max_chars = chars if isinstance(chars, int) and not isinstance(chars, bool) else None
         with self._lock:
-            box = context.toolboxes.get((root, max_chars))
+            box = session.toolboxes.get((root, max_chars))
             if box is None:
-                box = Toolbox(context.service, Path(root), max_chars=max_chars)
-                context.toolboxes[(root, max_chars)] = box
+                box = Toolbox(session.service, Path(root), max_chars=max_chars)
+                session.toolboxes[(root, max_chars)] = box
             return box
 
     def status(self) -> dict[str, Any]:
         """Its pid, build, clients, and each context's servers with their memory."""
         with self._lock:
-            clients = [{"pid": c.pid, "context": c.context, "since": c.since}
-                       for c in self._clients.values()]
+            clients = [{"pid": c.pid, "context": c.context.key, "since": c.since,
+                        "connections": c.connections} for c in self._sessions.values()]
             contexts = list(self._contexts.values())
         servers = []
         for context in contexts:

@@ -63,19 +63,26 @@ class Service:
     """Language servers for any number of workspaces, driven from a background loop."""
 
     def __init__(self, settings: Settings | None = None, *, cells_dir: Path | None = None,
-                 environment: Environment | None = None) -> None:
+                 environment: Environment | None = None, shares: Service | None = None
+                 ) -> None:
         """`cells_dir`: the directory whose servers check the cells' document (the server
         extension's root: its cell checks share the servers of its file checks); None: the
         working directory when it is a workspace, else a directory of its own
         (`cells.default_path`). `environment`: the client's, which servers are found and run
         in (its interpreter, PATH, GOPATH...); None: this process's
-        (`Environment.current`)."""
+        (`Environment.current`). `shares`: another service whose servers, loop and store
+        this one uses, with its settings and environment (a broker's client): this one keeps
+        its own checked files, pending problems and subscribers, and closing it stops none of
+        that service's servers."""
         self._cells_dir = cells_dir
-        self._state = ServiceState(settings or Settings(), environment)
+        self._host = shares
+        self._state: ServiceState = (
+            ServiceState(settings or Settings(), environment) if shares is None
+            else shares._state.sharing())
         self._loop: BackgroundLoop | None = None
         self._checker = Checker(self._state)
         self._control = ServerControl(
-            self._state, lambda: self._loop, self._background, self._publish_status
+            self._state, self._running_loop, self._background, self._publish_status
         )
         self._pending = PendingChannel()
         self._sink = ReportSink(self._pending)
@@ -93,7 +100,8 @@ class Service:
         return self._state.settings
 
     def configure(self, settings: Settings) -> Settings:
-        """New settings at once (e.g. from `%config`); running servers keep running."""
+        """New settings at once (e.g. from `%config`); running servers keep running. Not for
+        a service that shares another's (`RuntimeError`)."""
         self._state.configure(settings)
         if self._cells is not None:
             self._cells.cap = self.settings.cell_history
@@ -148,10 +156,16 @@ class Service:
 
     # -- plumbing -----------------------------------------------------------------------------
 
+    def _running_loop(self) -> BackgroundLoop | None:
+        """The loop when it runs: the shared service's, for one that shares."""
+        return self._loop if self._host is None else self._host._running_loop()
+
     def _background(self) -> BackgroundLoop:
         with self._lock:
             if self._closed:
                 raise RuntimeError("this ipylsp Service is closed")
+            if self._host is not None:
+                return self._host._background()
             if self._loop is None or not self._loop.running:
                 self._loop = BackgroundLoop()
             return self._loop
@@ -294,10 +308,11 @@ class Service:
         """Wait until the answers that earlier checks did not wait for are in the pending
         channel (or given up); False when `timeout` ran out first. For scripts and tests: a
         notebook just asks `%lsp pending` later."""
-        if self._loop is None:
+        loop = self._running_loop()
+        if loop is None:
             return True
         try:
-            self._loop.run(self._late.settled(), timeout)
+            loop.run(self._late.settled(), timeout)
         except LoopTimeout:
             return False
         return True
@@ -362,7 +377,11 @@ class Service:
         return f"ipylsp: waiting for {what}"
 
     def _publish_status(self, rows: list[ServerStatus] | None = None) -> None:
-        """Let `ipylsp status` in another process see this process's servers."""
+        """Let `ipylsp status` in another process see this process's servers (the shared
+        service's file, for one that shares)."""
+        if self._host is not None:
+            self._host._publish_status(rows)
+            return
         from ipylsp.servers.executables import data_dir
         from ipylsp.service.runtime.status_file import write_status
 
@@ -480,16 +499,19 @@ class Service:
             if self._closed:
                 return
             self._closed = True
-            loop = self._loop
+        loop = self._running_loop()
         if loop is not None and loop.running:
             with contextlib.suppress(Exception):
                 loop.run(self._late.close(), 5)
-            with contextlib.suppress(Exception):
-                loop.run(self._state.pool.close(), self.settings.shutdown_grace * 2 + 5)
-            loop.stop()
+            if self._host is None:
+                with contextlib.suppress(Exception):
+                    loop.run(self._state.pool.close(), self.settings.shutdown_grace * 2 + 5)
+                loop.stop()
         self._state.close()
         if self._cells is not None:
             self._cells.close()
+        if self._host is not None:
+            return  # the shared service's status file is its own
         from ipylsp.servers.executables import data_dir
         from ipylsp.service.runtime.status_file import remove_status
 

@@ -21,6 +21,8 @@ from ipylsp.service.runtime.resolver import Resolver
 class ServiceState:
     def __init__(self, settings: Settings, environment: Environment | None = None) -> None:
         """`environment`: the client's (None: this process's, `Environment.current`)."""
+        self.owner = True
+        """Owns its pool, resolver and store (False: `sharing` made it, another closes them)."""
         self._settings = settings
         self.environment = environment or Environment.current()
         """Fixed for the service's life: a pool slot is keyed by (server, root) alone."""
@@ -30,13 +32,28 @@ class ServiceState:
         self.answers = Answers(settings)
         """The store, as a cache of servers' answers (its `store` is None when off)."""
 
+    def sharing(self) -> ServiceState:
+        """A state for another client of the same servers (a broker's client): the settings,
+        environment, pool, resolver and store of this one, and checked files of its own, so
+        that what its writes introduced is measured against its own last texts."""
+        view = object.__new__(ServiceState)
+        view.owner = False
+        view._settings = self._settings
+        view.environment = self.environment
+        view.pool, view.resolver, view.answers = self.pool, self.resolver, self.answers
+        view.known = KnownFiles()
+        return view
+
     @property
     def settings(self) -> Settings:
         return self._settings
 
     def configure(self, settings: Settings) -> None:
         """New settings for every part at once; a new store file (`store`, `store_path`) is
-        opened in place of the old one, the same one takes its new size cap."""
+        opened in place of the old one, the same one takes its new size cap. Not for a
+        state that shares another's parts (their settings are that one's)."""
+        if not self.owner:
+            raise RuntimeError("a shared service's settings are its owner's")
         self._settings = self.pool.settings = self.resolver.settings = settings
         if store_file(settings) != self.answers.configured:
             self.answers.close()
@@ -45,6 +62,8 @@ class ServiceState:
 
     def close(self) -> None:
         """Queued automatic installs dropped, the store closed (the pool is closed on the
-        loop, by the facade)."""
+        loop, by the facade); nothing when the parts are another state's."""
+        if not self.owner:
+            return
         self.resolver.close()
         self.answers.close()
