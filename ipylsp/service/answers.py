@@ -57,14 +57,15 @@ def store_file(settings: Settings) -> Path | None:
 
 
 def config_key(slot: Slot | None) -> str:
-    """What a server's answer depends on besides the text: its command, root, environment,
-    settings, and what its configuration files at the root say (another venv, compile flags or
+    """What a server's answer depends on besides the text: its command, root, environment
+    (its own variables, and the client's that servers read: `Environment.digest`), settings,
+    and what its configuration files at the root say (another venv, compile flags or
     `[tool.ty]` section answers differently; `servers.config_files`). "" when there is no
     slot."""
     if slot is None:
         return ""
     spec = slot.spec
-    facts = [list(slot.command), str(slot.root), dict(spec.env), spec.settings,
+    facts = [list(slot.command), str(slot.root), dict(spec.env), slot.environment, spec.settings,
              spec.initialization_options, config_files.digest(slot.root, spec.config_files)]
     if spec.versioned_push:  # its answers stored before issue 32 may be the disk's text's
         facts.append("versioned_push")

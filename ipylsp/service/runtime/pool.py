@@ -44,6 +44,8 @@ class Slot:
     spec: ServerSpec
     root: Path
     command: tuple[str, ...]
+    environment: str = ""
+    """The digest of the client's `Environment` it runs in (part of its answers' store key)."""
     client: LanguageClient | None = None
     starting: asyncio.Task[LanguageClient] | None = None
     start_began: float = 0.0
@@ -91,7 +93,9 @@ class ClientPool:
 
     def add(self, spec: ServerSpec, root: Path, command: tuple[str, ...]) -> Slot:
         """A new slot; `spec` is final here (overrides and Python environment applied)."""
-        slot = self._slots[(spec.id, root)] = Slot(spec=spec, root=root, command=command)
+        slot = self._slots[(spec.id, root)] = Slot(
+            spec=spec, root=root, command=command,
+            environment=(self.environment or Environment.current()).digest())
         return slot
 
     async def acquire(
