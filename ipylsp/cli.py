@@ -259,35 +259,15 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _status(settings: Settings, out: TextIO) -> int:
     """The broker when one runs, then what runs in any process (kernels, the broker's
     services) and what is installed: `%lsp status`'s rendering."""
+    from ipylsp.broker.client import running, summary
     from ipylsp.service import Service
 
-    line = _broker_line(settings)
-    if line:
-        print(line, file=out)
+    info = running(settings)
+    if info is not None:
+        print(summary(info), file=out)
     with Service(settings) as service:
         print(service.servers_status(), file=out)
     return EXIT_CLEAN
-
-
-def _broker_line(settings: Settings) -> str:
-    """`broker: pid 123 (build 0.1.0-...), 2 clients, ty 41 MB, ruff 23 MB; itself 60 MB`, or
-    "" when none runs (asking never starts one)."""
-    from ipylsp.broker.client import Broker, BrokerError, BrokerUnavailable
-
-    try:
-        with Broker.attach(settings, budget=2.0, start=False) as broker:
-            info = broker.status()
-    except (BrokerUnavailable, BrokerError):
-        return ""
-    servers = ", ".join(
-        f"{row['server']} {row['state']}" + (f" {row['rss_kb'] // 1024} MB"
-                                             if row.get("rss_kb") else "")
-        for row in info.get("servers", []))
-    others = max(0, len(info.get("clients", [])) - 1)  # not this call's own connection
-    return (f"broker: pid {info['pid']} (build {info['build']}), {others} other clients, "
-            f"{info.get('contexts', 0)} contexts; servers: {servers or 'none'}; itself "
-            f"{(info.get('rss_kb') or 0) // 1024} MB; ends after {info['idle_after']:.0f} s "
-            f"idle (`ipylsp broker stop` ends it now)")
 
 
 def _list(settings: Settings, out: TextIO, *, installed_only: bool) -> int:

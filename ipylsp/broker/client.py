@@ -420,6 +420,33 @@ def _last_line(path: Path) -> str:
 
 
 
+def running(settings: Settings | None, *, budget: float = 2.0) -> dict[str, Any] | None:
+    """The status of this build's broker (`Broker.status`), or None when none runs or it does
+    not answer within `budget`; asking never starts one."""
+    try:
+        with Broker.attach(settings, budget=budget, start=False) as broker:
+            return broker.status(timeout=budget)
+    except (BrokerUnavailable, BrokerError):
+        return None
+
+
+def summary(info: dict[str, Any]) -> str:
+    """One line for people: `broker: pid 123 (build ...), 2 clients, 1 context; servers: ty
+    running 41 MB, ruff running 23 MB; itself 60 MB; ...`, from `Broker.status`'s answer (the
+    asking connection is a client of its own, not counted)."""
+    servers = ", ".join(
+        f"{row.get('server')} {row.get('state')}"
+        + (f" {row['rss_kb'] // 1024} MB" if isinstance(row.get("rss_kb"), int) else "")
+        for row in info.get("servers", []) if isinstance(row, dict))
+    clients = max(0, len(info.get("clients", [])) - 1)
+    own = info.get("rss_kb")
+    return (f"broker: pid {info.get('pid')} (build {info.get('build')}), {clients} other "
+            f"client{'s' if clients != 1 else ''}, {info.get('contexts', 0)} context(s); "
+            f"servers: {servers or 'none'}; itself "
+            f"{own // 1024 if isinstance(own, int) else '?'} MB; ends after "
+            f"{info.get('idle_after', 0):.0f} s idle (`ipylsp broker stop` ends it now)")
+
+
 class RelayedTools:
     """The broker's agent tools for one workspace, called like a `Toolbox` (`ToolCaller`):
     one message a call. Never raises: a broker that cannot answer is a failed result that

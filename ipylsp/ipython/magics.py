@@ -191,7 +191,11 @@ class LspMagics(Magics):
         settings = self.checks.settings
         writes = "on" if settings.enabled else "off"
         code = "on" if settings.enabled and settings.check_cells else "off"
-        return TextView(f"{status}\nchecking cell writes: {writes}, cells' code: {code}")
+        from ipylsp.broker.client import running, summary
+
+        broker = running(settings)
+        line = "" if broker is None else summary(broker) + "\n"
+        return TextView(f"{line}{status}\nchecking cell writes: {writes}, cells' code: {code}")
 
     def _list(self, args: argparse.Namespace) -> TextView:
         return TextView(str(self.checks.service.servers(installed_only=args.installed)))

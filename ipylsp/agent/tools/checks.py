@@ -211,10 +211,16 @@ def lsp_status(box: Toolbox, args: Arguments) -> ToolResult:
     installed = list(view.installed)
     lines.append(f"installed: {', '.join(installed) or 'none'}")
     lines.append(f"pending problems: {view.pending}")
+    from ipylsp.broker.client import running, summary
+
+    broker = running(box.service.settings)
+    if broker is not None:
+        lines.append(summary(broker))
     data = {
         "workspace": str(box.workspace.root),
         "servers": [row.to_json() for row in rows],
         "installed": installed,
         "pending": view.pending,
+        "broker": broker,
     }
     return ToolResult(ok=True, text="\n".join(lines), data=data)
