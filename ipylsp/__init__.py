@@ -10,12 +10,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from ipylsp._version import __version__
 
+TYPE_CHECKING = False
+"""`typing.TYPE_CHECKING` without importing `typing` (mypy reads the name alike): a CLI call
+an agent makes after each edit pays for every module it imports."""
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
     from ipylsp.lsp.requests import Feature, FeatureResult
     from ipylsp.model.answers import Completion, Location, Symbol
     from ipylsp.model.diagnostics import Report
@@ -23,7 +27,7 @@ if TYPE_CHECKING:
     from ipylsp.model.status import ServerStatus
     from ipylsp.service import Service
 
-A = TypeVar("A")
+    A = TypeVar("A")
 
 
 def get_service(settings: Settings | None = None) -> Service:

@@ -8,15 +8,15 @@ quiet, as other Unix tools end on SIGPIPE).
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
+TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
+    from typing import Any, TextIO, TypeAlias
+
     from ipylsp.analysis.report import FormatOptions
     from ipylsp.broker.client import RelayedTools
     from ipylsp.model.diagnostics import Report
@@ -233,11 +233,32 @@ def _main(argv: Sequence[str] | None, out: TextIO) -> int:
     return EXIT_FAILURE
 
 
+def _replace(settings: Settings, **changes: Any) -> Settings:
+    """`dataclasses.replace`, imported here: the thin path never needs it."""
+    import dataclasses
+
+    return dataclasses.replace(settings, **changes)
+
+
 def _defaults_only(args: argparse.Namespace) -> bool:
-    """No settings file, and no flag that changes settings: the defaults hold."""
+    """No settings file, and no flag that changes settings: the defaults hold. (Jupyter's
+    config dirs are kept in the broker's private directory, when there is one.)"""
+    from ipylsp.broker.place import place
     from ipylsp.settings_files import config_files
 
-    return args.config is None and args.data_dir is None and not config_files()
+    if args.config is not None or args.data_dir is not None:
+        return False
+    try:
+        cache: Path | None = place(_default_data_dir).directory
+    except OSError:
+        cache = None
+    return not config_files(cache)
+
+
+def _default_data_dir() -> Path:
+    from ipylsp.servers.executables import data_dir
+
+    return data_dir(None)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -252,7 +273,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
         settings = load_settings(args.config)
     if args.data_dir is not None:
-        settings = dataclasses.replace(settings, data_dir=args.data_dir)
+        settings = _replace(settings, data_dir=args.data_dir)
     return settings
 
 
@@ -344,6 +365,8 @@ def _print_report(report: Report, options: FormatOptions, out: TextIO, *, as_jso
     from ipylsp.analysis import report as fmt
 
     if as_json:
+        import json
+
         print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
         return
     text = fmt.format_text(report, options)
@@ -360,7 +383,7 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     if not path.exists():
         print(f"ipylsp diagnostics: no such file or directory: {path}", file=sys.stderr)
         return EXIT_FAILURE
-    settings = dataclasses.replace(settings, severity=args.severity or settings.severity)
+    settings = _replace(settings, severity=args.severity or settings.severity)
     with Service(settings) as service:
         report = service.diagnostics(path, cached=True)
         problem = service.store_info().problem
@@ -399,6 +422,8 @@ def _broker(settings: Settings, out: TextIO, action: str) -> int:
                 broker.stop()
                 print(f"broker {broker.pid} stopped", file=out)
                 return EXIT_CLEAN
+            import json
+
             print(json.dumps(broker.status(), indent=2), file=out)
     except (BrokerUnavailable, BrokerError) as exc:
         print(f"ipylsp broker: no broker runs ({exc})", file=out)
@@ -464,7 +489,7 @@ def _chosen_servers(settings: Settings, args: argparse.Namespace) -> Settings | 
         language = languages.language_id(path)
         if language is not None:
             chosen[language] = tuple(args.servers)
-    return dataclasses.replace(settings, language_servers=chosen)
+    return _replace(settings, language_servers=chosen)
 
 
 def _broker_verdict(settings: Settings | None, files: list[dict[str, Any]],
@@ -493,7 +518,7 @@ def _in_process_verdict(settings: Settings, files: list[dict[str, Any]],
     checks = from_wire(list[FileCheck], files)
     with Service(settings) as service:
         report = service.check_files(checks, timeout=args.timeout)
-    shown = dataclasses.replace(settings, severity=args.severity or settings.severity)
+    shown = _replace(settings, severity=args.severity or settings.severity)
     options = fmt.FormatOptions.from_settings(shown, more_hint=CLI_MORE_HINT)
     return verdict(report, [f.path for f in checks], options, as_json=args.json)
 
@@ -507,14 +532,14 @@ def _mcp(settings: Settings, args: argparse.Namespace) -> int:
         print(f"ipylsp mcp: --root {args.root} is not a directory", file=sys.stderr)
         return EXIT_FAILURE
     if args.timeout is not None:
-        settings = dataclasses.replace(settings, wait_budget=args.timeout)
+        settings = _replace(settings, wait_budget=args.timeout)
     if args.max_chars is not None:
-        settings = dataclasses.replace(settings, max_answer_chars=args.max_chars)
+        settings = _replace(settings, max_answer_chars=args.max_chars)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="ipylsp mcp: %(levelname)s %(name)s: %(message)s")
     from ipylsp.agent.mcp_server import SdkMissing, run_stdio
 
-    tools = _relayed_tools(dataclasses.replace(settings, directory=root), root)
+    tools = _relayed_tools(_replace(settings, directory=root), root)
     try:
         return run_stdio(root, settings, tools)
     except SdkMissing as exc:

@@ -1,26 +1,79 @@
 """Where a process without an IPython profile (the CLI, the broker's clients) finds the IPyLSP
 settings files: `ipylsp_config.py`/`.json` in Jupyter's config dirs. Apart from `config.py`,
-which reads them with traitlets, so that a CLI call with no such file imports no traitlets."""
+which reads them with traitlets, so that a CLI call with no such file imports no traitlets.
+
+Jupyter's config dirs come from `jupyter_core.paths` (its import costs a thin CLI call about
+15 ms); given a private directory, they are kept there in a small file per set of inputs they
+depend on (the interpreter, the environment's `JUPYTER_*`, `HOME`, `XDG_*`, `CONDA_*`,
+`VIRTUAL_ENV`, `PYTHON*` variables), so a later call only stats the candidates. Reads and
+writes only that file and the candidates.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import zlib
 from pathlib import Path
 
 CONFIG_NAME = "ipylsp_config"
+_INPUTS = ("JUPYTER_", "HOME", "XDG_", "CONDA_", "VIRTUAL_ENV", "PYTHON", "APPDATA",
+           "PROGRAMDATA")
 
 
-def config_files() -> list[Path]:
-    """`ipylsp_config.py`/`.json` in Jupyter's config dirs, lowest precedence first."""
+def config_files(cache: Path | None = None) -> list[Path]:
+    """`ipylsp_config.py`/`.json` in Jupyter's config dirs, lowest precedence first; `cache`:
+    a private directory to keep the dirs in (see the module doc)."""
+    dirs = _cached(cache) if cache is not None else None
+    if dirs is None:
+        dirs = _config_dirs()
+        if cache is not None:
+            _keep(cache, dirs)
+    found = []
+    for directory in dirs:
+        for suffix in (".json", ".py"):
+            candidate = directory / f"{CONFIG_NAME}{suffix}"
+            if candidate.is_file():
+                found.append(candidate)
+    return found
+
+
+def _config_dirs() -> list[Path]:
+    """Jupyter's config dirs, lowest precedence first."""
     try:
         from jupyter_core.paths import jupyter_config_path
 
         dirs = [Path(d) for d in jupyter_config_path()]
     except ImportError:
         dirs = [Path.home() / ".jupyter"]
-    found = []
-    for directory in reversed(dirs):  # jupyter_config_path lists the most specific first
-        for suffix in (".json", ".py"):
-            candidate = directory / f"{CONFIG_NAME}{suffix}"
-            if candidate.is_file():
-                found.append(candidate)
-    return found
+    return list(reversed(dirs))  # jupyter_config_path lists the most specific first
+
+
+def _key() -> str:
+    inputs = [sys.executable, sys.prefix, sys.base_prefix, sys.flags.no_user_site,
+              sorted((k, v) for k, v in os.environ.items() if k.startswith(_INPUTS))]
+    text = json.dumps(inputs).encode("utf-8", "surrogateescape")
+    return f"{zlib.crc32(text):08x}{zlib.adler32(text):08x}"
+
+
+def _cached(cache: Path) -> list[Path] | None:
+    try:
+        with open(cache / f"config-dirs-{_key()}.json", encoding="utf-8") as kept:
+            dirs = json.load(kept)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+        return None
+    return [Path(d) for d in dirs]
+
+
+def _keep(cache: Path, dirs: list[Path]) -> None:
+    target = cache / f"config-dirs-{_key()}.json"
+    temporary = target.with_name(f".{target.name}.{os.getpid()}")
+    try:
+        with open(temporary, "x", encoding="utf-8") as out:
+            json.dump([str(d) for d in dirs], out)
+        os.replace(temporary, target)
+    except OSError:
+        temporary.unlink(missing_ok=True)

@@ -23,12 +23,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker import frames
 from ipylsp.broker.place import Place, place
 
+TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ipylsp.agent.result import ToolResult
     from ipylsp.model.checks import FileCheck
     from ipylsp.model.diagnostics import Report

@@ -13,7 +13,10 @@ import json
 import socket
 import struct
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_FRAME = 256 * 1024 * 1024
 """The largest message either side accepts (a report of many files, a big file's text)."""

@@ -1,20 +1,32 @@
 """`Verdict`: what a check prints on a command line and its exit code, a plain value the broker
-sends a thin client (`analysis/report/verdict.py` makes it). A named tuple, so that the thin
-client that reads one imports nothing else."""
+sends a thin client (`analysis/report/verdict.py` makes it). A plain class with slots, so that
+the thin client that reads one imports nothing else (not even `typing`)."""
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_FAILURE = 0, 1, 2
 """0 clean, 1 problems shown, 2 a file not checked or a server without an answer."""
 
 
-class Verdict(NamedTuple):
-    stdout: str
-    """The report as printed ("" when the text block is empty: clean)."""
-    stderr: tuple[str, ...] = ()
-    exit: int = EXIT_CLEAN
+class Verdict:
+    __slots__ = ("exit", "stderr", "stdout")
+
+    def __init__(self, stdout: str, stderr: tuple[str, ...] = (), exit: int = EXIT_CLEAN
+                 ) -> None:
+        self.stdout = stdout
+        """The report as printed ("" when the text block is empty: clean)."""
+        self.stderr = stderr
+        self.exit = exit
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Verdict) and (self.stdout, self.stderr, self.exit) == (
+            other.stdout, other.stderr, other.exit)
+
+    def __hash__(self) -> int:
+        return hash((self.stdout, self.stderr, self.exit))
+
+    def __repr__(self) -> str:
+        return f"Verdict({self.stdout!r}, {self.stderr!r}, {self.exit!r})"
 
     @classmethod
     def from_wire(cls, data: object) -> Verdict:
