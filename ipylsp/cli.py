@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from ipylsp.model.server_spec import ServerSpec
     from ipylsp.model.settings import Settings
     from ipylsp.model.verdict import Verdict
-    from ipylsp.servers.installers import InstallResult
-    from ipylsp.service import InstallProgress
+    from ipylsp.service import InstallProgress, InstallResult
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_FAILURE = 0, 1, 2
 EXIT_CLOSED_PIPE = 141
@@ -256,7 +255,7 @@ def _defaults_only(args: argparse.Namespace) -> bool:
 
 
 def _default_data_dir() -> Path:
-    from ipylsp.servers.executables import data_dir
+    from ipylsp.service import data_dir
 
     return data_dir(None)
 
@@ -477,7 +476,7 @@ def _defaults() -> Settings:
 
 def _chosen_servers(settings: Settings, args: argparse.Namespace) -> Settings | None:
     """`--server ID` for the files' languages; None (said on stderr) for an unknown id."""
-    from ipylsp.servers import languages, registry
+    from ipylsp.service import languages, registry
 
     unknown = [s for s in args.servers
                if registry.get(s) is None and s not in {x.id for x in settings.extra_specs}]

@@ -184,7 +184,7 @@ async def _in_outlines(
 def one_file_per_language(box: Toolbox, trip: Trip) -> list[Path]:
     """A file of each language in the workspace, to choose the servers a workspace-wide
     symbol search asks: files ipylsp has checked first, then a bounded walk of the root."""
-    from ipylsp.servers import languages
+    from ipylsp.service import languages
 
     chosen: dict[str, Path] = {}
     for path in _candidates(box, trip):

@@ -307,7 +307,7 @@ def _existing(where: Place, deadline: float) -> tuple[socket.socket, str] | None
 
 
 def _data_dir(settings: Settings | None) -> Path:
-    from ipylsp.servers.executables import data_dir
+    from ipylsp.service import data_dir
 
     return data_dir(settings)
 

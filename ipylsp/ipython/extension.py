@@ -18,7 +18,7 @@ from ipylsp.ipython.display import CellReport
 from ipylsp.ipython.monitor import CellMonitor
 from ipylsp.ipython.watch import Write, WriteWatcher
 from ipylsp.model.diagnostics import Report
-from ipylsp.servers import executables, languages, roots
+from ipylsp.service import data_dir, languages, workspace_gate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -99,7 +99,7 @@ class CellChecks:
         if path.is_relative_to(self._data_dir):
             return False  # ipylsp's own file, written by its service during the cell
         markers = self.settings.workspace_markers
-        if roots.workspace_gate(path, markers, directory=os.getcwd()) is not None:
+        if workspace_gate(path, markers, directory=os.getcwd()) is not None:
             return True
         if languages.language_id_for_name(path.name) in self._languages:
             self._outside.add(path)  # a language the user has servers for
@@ -107,7 +107,7 @@ class CellChecks:
 
     def _roots(self) -> list[str]:
         cwd = os.getcwd()
-        gate = roots.workspace_gate(cwd, self.settings.workspace_markers, directory=cwd)
+        gate = workspace_gate(cwd, self.settings.workspace_markers, directory=cwd)
         return [str(gate)] if gate is not None else [cwd]
 
     def _not_checked(self) -> tuple[str, ...]:
@@ -265,4 +265,4 @@ def current_session(service: Callable[[], Service]) -> CellSession:
 
 def _real_data_dir(settings: Settings) -> Path:
     """ipylsp's data dir, symlinks resolved (the watcher's paths are)."""
-    return Path(os.path.realpath(executables.data_dir(settings)))
+    return Path(os.path.realpath(data_dir(settings)))

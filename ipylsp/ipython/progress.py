@@ -10,7 +10,7 @@ from ipylsp.service import InstallProgress
 
 if TYPE_CHECKING:
     from ipylsp.model.server_spec import ServerSpec
-    from ipylsp.servers.installers import InstallResult
+    from ipylsp.service import InstallResult
 
 
 class ProgressLine:

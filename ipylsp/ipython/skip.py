@@ -28,7 +28,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ipylsp.model.settings import Settings
-from ipylsp.servers import regular_file
+from ipylsp.service import regular_file
 
 SKIP_DIRS: frozenset[str] = frozenset(
     {

@@ -10,14 +10,24 @@ administration of servers (`admin/`), and the store as a cache (`answers`). Neve
 IPython, Jupyter, tornado, traitlets or mcp: the surfaces adapt it.
 
 Names load on first use: a thin client (the CLI's `status`) imports only what it touches.
+Besides the service's own, it exports what the surfaces need of servers as data and on disk
+(`data_dir`, `languages`, `registry`, `regular_file`, `workspace_gate`, `InstallResult`): a
+surface imports nothing of `servers/`, `store/` or `lsp/` but the features' vocabulary
+(`lsp.requests`), whose values its tables name.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads it
+    from ipylsp.servers import languages as languages
+    from ipylsp.servers import registry as registry
+    from ipylsp.servers import regular_file as regular_file
+    from ipylsp.servers.executables import data_dir as data_dir
+    from ipylsp.servers.installers import InstallResult as InstallResult
+    from ipylsp.servers.roots import workspace_gate as workspace_gate
     from ipylsp.service.admin.server_table import InstallProgress as InstallProgress
     from ipylsp.service.admin.server_table import StatusView as StatusView
     from ipylsp.service.admin.server_table import UnknownServer as UnknownServer
@@ -46,9 +56,13 @@ _EXPORTS = {
     "read_text": "check.before_text", "readable_text": "check.before_text",
     "special_file": "check.before_text",
     "Trip": "queries",
+    "data_dir": "ipylsp.servers.executables", "InstallResult": "ipylsp.servers.installers",
+    "languages": "ipylsp.servers", "registry": "ipylsp.servers",
+    "regular_file": "ipylsp.servers", "workspace_gate": "ipylsp.servers.roots",
 }
-"""Each exported name, and the room that defines it (`tests/test_layers.py` checks that the
-`TYPE_CHECKING` imports above say the same)."""
+"""Each exported name, and the room that defines it (a whole module name: a module of the
+layers below; `tests/test_layers.py` checks that the `TYPE_CHECKING` imports above say the
+same)."""
 
 __all__ = sorted(_EXPORTS)
 
@@ -57,7 +71,10 @@ def __getattr__(name: str) -> object:
     room = _EXPORTS.get(name)
     if room is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{room}"), name)
+    where = room if room.startswith("ipylsp.") else f"{__name__}.{room}"
+    module = importlib.import_module(where)
+    value = (getattr(module, name) if hasattr(module, name)
+             else importlib.import_module(f"{where}.{name}"))  # a module of that package
     globals()[name] = value
     return value
 

@@ -72,7 +72,7 @@ def _servers(report: Report) -> str:
 
 
 def _require_language(box: Toolbox, path: Path) -> None:
-    from ipylsp.servers import languages
+    from ipylsp.service import languages
 
     if languages.language_id(path) is None:
         raise ToolError(
