@@ -486,3 +486,38 @@ def test_a_server_configured_anew_runs_its_new_command_once_stopped(
     assert unknowns(service.check(path, before="")) == []  # still the running one
     assert service.stop() == 1
     assert unknowns(service.check(path, before="")) == [("fake", UnknownReason.TIMED_OUT)]
+
+
+@pytest.mark.real
+def test_a_server_whose_executable_changed_is_restarted_at_its_next_use(
+    workspace: Path, service_factory: list[Service]
+) -> None:
+    """A long-lived service (a broker's) never answers with the version a server started as:
+    another file at the executable's path (an upgrade) restarts it at the next check."""
+    binary = workspace / "bin" / "fake-lsp"
+    binary.parent.mkdir()
+
+    def install() -> None:
+        new = binary.with_name("fake-lsp.new")
+        new.write_text("#!/bin/sh\nexec " + " ".join(fake_command()) + "\n")
+        new.chmod(0o755)
+        os.replace(new, binary)  # as pip and npm do: a new file in its place
+
+    install()
+    spec = ServerSpec(id="fake", name="Fake", languages=("shellscript",),
+                      command=(str(binary),), install=InstallRecipe("path", hint="a fixture"))
+    service = make(service_factory, Settings(language_servers={"shellscript": ("fake",)},
+                                             extra_specs=(spec,), wait_budget=5.0))
+    path = workspace / "up.sh"
+    path.write_text("ERROR:one\n")
+    assert messages(service.check(path)) == [("up.sh", 1, 1, "one")]
+    [before] = service.server_pids()
+    path.write_text("ERROR:one\nERROR:two\n")
+    assert messages(service.check(path)) == [("up.sh", 2, 1, "two")]
+    assert service.server_pids() == [before]  # the same file: the same process
+    install()
+    path.write_text("ERROR:one\nERROR:two\nERROR:three\n")
+    assert messages(service.check(path)) == [("up.sh", 3, 1, "three")]
+    [after] = service.server_pids()
+    assert after != before
+    assert wait_exited([before], 5.0) == []

@@ -46,6 +46,10 @@ class Slot:
     command: tuple[str, ...]
     environment: str = ""
     """The digest of the client's `Environment` it runs in (part of its answers' store key)."""
+    executable: tuple[int, int, int] | None = None
+    """The identity of its executable when it started (`_identity`): another one at the same
+    path (an upgrade) restarts it at the next use, so a long-lived process (a broker) never
+    answers with the version it started with."""
     client: LanguageClient | None = None
     starting: asyncio.Task[LanguageClient] | None = None
     start_began: float = 0.0
@@ -69,6 +73,16 @@ class Slot:
         if self.checks <= 0:
             self.checks = 0
             self.idle.set()
+
+
+def _identity(command: tuple[str, ...]) -> tuple[int, int, int] | None:
+    """The device, inode and modification time of a command's executable (None: no such
+    file, or not a path: found on PATH at spawn)."""
+    try:
+        info = os.stat(command[0])
+    except (OSError, IndexError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino, info.st_mtime_ns)
 
 
 class ClientPool:
@@ -110,7 +124,11 @@ class ClientPool:
             raise ClientError(UnknownReason.BROKEN, slot.broken)
         client = slot.client
         if client is not None and client.alive:
-            return client
+            if _identity(slot.command) == slot.executable:
+                return client
+            log.info("restarting %s for %s: its executable changed", slot.spec.id, slot.root)
+            self._stop_later(client)
+            slot.client = client = None
         if client is not None and slot.starting is None:
             await self._after_crash(slot, client, deadline)
         if slot.starting is None:
@@ -160,6 +178,7 @@ class ClientPool:
 
     async def _start(self, slot: Slot) -> LanguageClient:
         settings = self.settings
+        slot.executable = _identity(slot.command)
         client = LanguageClient(
             slot.spec,
             slot.root,
