@@ -278,13 +278,22 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _status(settings: Settings, out: TextIO) -> int:
     """The broker when one runs, then what runs in any process (kernels, the broker's
-    services) and what is installed: `%lsp status`'s rendering."""
-    from ipylsp.broker.client import running, summary
+    services) and what is installed: `%lsp status`'s rendering, made by the broker when one
+    runs (asking never starts one), else here."""
+    from ipylsp.broker.client import Broker, BrokerError, BrokerUnavailable, summary, wanted
+
+    if wanted(settings):
+        try:
+            with Broker.attach(settings, budget=2.0, start=False) as broker:
+                info = broker.status()
+                view = broker.call("servers_status", {}, timeout=5.0)
+            print(summary(info), file=out)
+            print(view, file=out)
+            return EXIT_CLEAN
+        except (BrokerUnavailable, BrokerError):
+            pass
     from ipylsp.service import Service
 
-    info = running(settings)
-    if info is not None:
-        print(summary(info), file=out)
     with Service(settings) as service:
         print(service.servers_status(), file=out)
     return EXIT_CLEAN

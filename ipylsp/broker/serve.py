@@ -237,6 +237,8 @@ class Broker:
                                        ).to_dict()}
             if call == "status":
                 return {"ok": self.status()}
+            if call == "servers_status":  # `ipylsp status`'s view, as `%lsp status` prints it
+                return {"ok": str(session.service.servers_status())}
             if call == "stop":
                 return {"ok": True}
         except ValueError as exc:

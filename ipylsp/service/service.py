@@ -141,7 +141,8 @@ class Service:
         """The one status view: servers of this service and of every other live process, the
         installed ones, the current errors of every live service, this one's pending count."""
         return self._control.servers_status(
-            own_token=id(self), errors=self.error_count(), pending=self.pending_count
+            own_token=id(self._host or self), errors=self.error_count(),
+            pending=self.pending_count
         )
 
     def install(
