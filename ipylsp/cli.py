@@ -504,12 +504,18 @@ def _broker_verdict(settings: Settings | None, files: list[dict[str, Any]],
                     args: argparse.Namespace) -> Verdict | None:
     """The broker's verdict (started if need be); None, said once on stderr, when there is
     no broker to be had: the caller checks in-process."""
-    from ipylsp.broker.client import Broker, BrokerError, BrokerUnavailable
+    from ipylsp.broker.client import Broker, BrokerError, BrokerLate, BrokerUnavailable
 
     try:
         with Broker.attach(settings, budget=args.timeout) as broker:
             return broker.check(files, timeout=args.timeout, severity=args.severity,
                                 as_json=args.json, more_hint=CLI_MORE_HINT)
+    except BrokerLate as exc:  # its budget is spent: not a second one in-process
+        from ipylsp.model.verdict import EXIT_FAILURE as FAILED
+        from ipylsp.model.verdict import Verdict
+
+        return Verdict("", (f"ipylsp check: {exc} (`ipylsp broker status`; "
+                            f"IPYLSP_BROKER=0 checks in-process)",), FAILED)
     except (BrokerUnavailable, BrokerError) as exc:
         print(f"ipylsp: no broker ({exc}); checking in-process", file=sys.stderr)
         return None

@@ -60,8 +60,18 @@ def wanted(settings: Settings | None) -> bool:
     return settings is None or settings.broker
 
 
+HELLO_WITHIN = 2.0
+"""Seconds a broker has to answer a hello (a live one answers in milliseconds): a stopped or
+wedged broker costs a client this, not its whole budget, before it runs in-process."""
+
+
 class BrokerUnavailable(Exception):
     """No broker could be had; the message says why, in one sentence."""
+
+
+class BrokerLate(BrokerUnavailable):
+    """The broker took a call and did not answer it within its budget (it hangs): running
+    it again in-process would double the caller's wait, so the caller says so instead."""
 
 
 class BrokerError(Exception):
@@ -120,7 +130,7 @@ class Broker:
         broker._restart = start
         broker._idle_s = _idle(settings)
         try:
-            answer = broker._hello_on(sock, deadline)
+            answer = broker._hello_on(sock, min(deadline, time.monotonic() + HELLO_WITHIN))
         except BaseException:
             sock.close()
             raise
@@ -140,6 +150,9 @@ class Broker:
             try:
                 frames.send(sock, {"call": name, "args": args}, deadline)
                 answer = frames.receive(sock, deadline)
+            except frames.Late:
+                sock.close()
+                raise BrokerLate(f"the broker did not answer within {timeout:.1f} s") from None
             except OSError as exc:  # frames.FrameError included
                 sock.close()
                 if reused and attempt == 1:
@@ -225,7 +238,7 @@ class Broker:
             found = _start(self.place, deadline, self._idle_s)
         sock, self._secret = found
         try:
-            answer = self._hello_on(sock, deadline)
+            answer = self._hello_on(sock, min(deadline, time.monotonic() + HELLO_WITHIN))
         except BaseException:
             sock.close()
             raise

@@ -28,6 +28,10 @@ class FrameError(OSError):
     """The peer closed, sent what is not a message, or did not answer in time."""
 
 
+class Late(FrameError):
+    """The deadline passed before the peer read or answered."""
+
+
 def send(sock: socket.socket, message: dict[str, Any], deadline: float | None = None) -> None:
     body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
         "utf-8", "surrogatepass")
@@ -37,7 +41,7 @@ def send(sock: socket.socket, message: dict[str, Any], deadline: float | None = 
     try:
         sock.sendall(_HEADER.pack(len(body)) + body)
     except TimeoutError:
-        raise FrameError("the peer did not read in time") from None
+        raise Late("the peer did not read in time") from None
 
 
 def receive(sock: socket.socket, deadline: float | None = None) -> dict[str, Any]:
@@ -67,7 +71,7 @@ def _timeout(sock: socket.socket, deadline: float | None) -> None:
         return
     left = deadline - time.monotonic()
     if left <= 0:
-        raise FrameError("no answer in time")
+        raise Late("no answer in time")
     sock.settimeout(left)
 
 
@@ -79,7 +83,7 @@ def _exactly(sock: socket.socket, size: int, deadline: float | None) -> bytes:
         try:
             chunk = sock.recv(min(left, 1 << 20))
         except TimeoutError:
-            raise FrameError("no answer in time") from None
+            raise Late("no answer in time") from None
         if not chunk:
             raise FrameError("the peer closed the connection")
         chunks.append(chunk)

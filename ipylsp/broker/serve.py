@@ -338,6 +338,13 @@ def _bind(where: Place) -> socket.socket:
 
 
 def run(where: Place, idle: float, ready_fd: int | None) -> int:
+    # Imported before it says it is ready: a hello (a new context is a new Service) is then
+    # answered in milliseconds, within the client's `HELLO_WITHIN`, however loaded the machine.
+    from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.service import Service
+
+    del Toolbox, Service
+
     secret = _write_secret(where)
     listener = _bind(where)
     bound = os.stat(where.socket).st_ino
