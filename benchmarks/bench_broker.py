@@ -2,17 +2,18 @@
 
 Run: ``.venv/bin/python benchmarks/bench_broker.py [--n 20] [--cold 10] [--mcp 7]
 [--basedpyright 3] [--boundary 50] [--only cli,mcp,basedpyright,boundary]``. Prints one JSON
-object (also ``benchmarks/results/bench_broker.json``); about 2-3 minutes on 2 cores.
+object (also ``benchmarks/results/bench_broker.json``); about 100 s on 2 cores.
 
-Every part runs with a private ``XDG_RUNTIME_DIR`` of its own (``mkdtemp`` in /tmp, so the
-socket's path stays short), hence its own broker, on workspaces below a private scratch
-directory (`_common`); the CLI finds its servers as a user's would (ipylsp's real data dir,
-through ``XDG_DATA_HOME``; the store is a file of the run's, ``IPYLSP_STORE``) and, with no
-settings file and no settings flag, takes the thin path (``_check(None, ...)``). At the end of
-each part ``ipylsp broker status`` gives the memory and ``ipylsp broker stop`` ends the
-broker; every process the run started must be gone (``leftover_processes == []``). Each
-part's ``build`` says which build it measured: a tree edited during the run changes the build
-and a new broker starts; ``same_broker`` says whether one broker served the whole part.
+The package's bytecode is compiled first, as a wheel install leaves it. Every part runs with a
+private ``XDG_RUNTIME_DIR`` of its own (``mkdtemp`` in /tmp, so the socket's path stays short),
+hence its own broker, on workspaces below a private scratch directory (`_common`); the CLI finds
+its servers as a user's would (ipylsp's real data dir, through ``XDG_DATA_HOME``; the store is a
+file of the run's, ``IPYLSP_STORE``) and, with no settings file and no settings flag, takes the
+thin path (``_check(None, ...)``). At the end of each part ``ipylsp broker status`` gives the
+memory and ``ipylsp broker stop`` ends the broker; every process the run started must be gone
+(``leftover_processes == []``). Each part's ``build`` says which build it measured: a tree edited
+during the run changes the build and a new broker starts; ``same_broker`` says whether one broker
+served the whole part.
 
 The broker serves its own build only (the package's files' sizes and times): a tree edited
 during the run changes the build, the next call starts another broker, and the part says so
@@ -79,6 +80,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import contextlib
 import json
 import os
@@ -101,6 +103,7 @@ from lsp_client import LoopThread, RawClient, matcher, tree_rss_kb
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+import ipylsp
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.settings import Settings
 from ipylsp.servers import executables, python_env, registry
@@ -246,6 +249,8 @@ def private_broker(iso: c.Isolation, name: str, out: dict[str, Any]) -> Iterator
         out["build"] = info.get("build") if info else None
         out["memory"] = memory(info) if info else proc_memory(runtime)
         out["stop"] = stop_brokers(runtime, info, iso.base)
+        out["broker_logs"] = {log.name: log.read_text(errors="replace").splitlines()[-12:]
+                              for log in sorted((runtime / "ipylsp").glob("*.log"))}
         out["loadavg_at_end"] = load()
         for key, value in saved.items():
             if value is None:
@@ -405,6 +410,7 @@ def importtime(ws: Path, runs: int = 3) -> dict[str, Any]:
     top-level entries (each import statement that ran, nested ones inside it)."""
     totals: list[float] = []
     rows: list[tuple[int, int, str]] = []
+    own: dict[str, int] = {}
     for _ in range(runs):
         done = subprocess.run([PYTHON, "-X", "importtime", IPYLSP, "check", "bad.py"], cwd=ws,
                               capture_output=True, text=True, timeout=60, check=False)
@@ -415,6 +421,7 @@ def importtime(ws: Path, runs: int = 3) -> dict[str, Any]:
                 name = parts[2].rstrip()
                 depth = len(name) - len(name.lstrip())
                 rows.append((depth, int(parts[1]), name.strip()))
+                own[name.strip()] = int(parts[0].rsplit(":", 1)[1])
         top = min(depth for depth, _, _ in rows)
         totals.append(sum(us for depth, us, _ in rows if depth == top) / 1000)
     top = min(depth for depth, _, _ in rows)
@@ -429,6 +436,8 @@ def importtime(ws: Path, runs: int = 3) -> dict[str, Any]:
         "ipylsp_modules": ours,
         "third_party_packages": third_party,
         "top_level_cumulative_ms": [(name, round(us / 1000, 2)) for us, name in first_level[:12]],
+        "self_ms": [(name, round(us / 1000, 2))
+                    for name, us in sorted(own.items(), key=lambda kv: -kv[1])[:15]],
         "note": "-X importtime slows imports a little; the times are the last run's",
     }
 
@@ -607,7 +616,7 @@ def bench_basedpyright(iso: c.Isolation, reps: int) -> dict[str, Any]:
         return {"missing": "basedpyright is not installed (ipylsp install basedpyright)"}
     tree = requests_tree(iso)
     argv = [IPYLSP, "check", "--server", "basedpyright", "--timeout", "120", SESSIONS]
-    with private_broker(iso, "basedpyright", out):
+    with private_broker(iso, "basedpyright", out) as runtime:
         first_ms, done = timed(argv, cwd=tree)
         out["first_ms"] = first_ms
         assert not fell_back(done), done.stderr
@@ -618,6 +627,7 @@ def bench_basedpyright(iso: c.Isolation, reps: int) -> dict[str, Any]:
         cold_first: list[float] = []
         cold_second: list[float] = []
         differ: list[str] = []
+        seen: list[list[int]] = []
 
         def check(env: dict[str, str] | None, into: list[float], side: str) -> None:
             elapsed, done = timed(argv, cwd=tree, env=env)
@@ -633,10 +643,12 @@ def bench_basedpyright(iso: c.Isolation, reps: int) -> dict[str, Any]:
                 else:
                     check(without_broker(), cold_first, "cold first")
                     check(without_broker(), cold_second, "cold second")
+            seen.append(brokers_of(runtime))
             c.log(f"basedpyright: round {i + 1} of {reps}")
         broker_last = status(tree)
     out["same_broker"] = same_broker(broker_first, broker_last)
     out["outputs_differ"] = differ
+    out["brokers_after_each_round"] = seen
     out["ms"] = {"warm": spread(warm), "cold_second": spread(cold_second),
                  "cold_first": spread(cold_first)}
     out["ratio_cold_to_warm"] = c.ratio(out["ms"]["cold_second"]["median"],
@@ -854,6 +866,11 @@ def main() -> int:
     only = set(args.only.split(","))
     result: dict[str, Any] = {"benchmark": "bench_broker", "machine": c.machine(),
                               "reference": c.REFERENCE, "args": vars(args)}
+    # As a wheel install leaves it: the package's bytecode compiled once (this machine sets
+    # PYTHONDONTWRITEBYTECODE, and every CLI call would compile what it imports).
+    package = Path(ipylsp.__file__).resolve().parent
+    compileall.compile_dir(str(package), quiet=1)
+    result["package"] = str(package)
     with c.isolated_run("bench_broker", result) as iso:
         assert iso.data_dir.name == "ipylsp", f"the data dir is not the default: {iso.data_dir}"
         if "cli" in only:
