@@ -7,14 +7,14 @@ quiet, as other Unix tools end on SIGPIPE).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
 
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from pathlib import Path
     from typing import Any, TextIO, TypeAlias
 
     from ipylsp.analysis.report import FormatOptions
@@ -56,6 +56,8 @@ def _install_arguments(sub: Subparsers) -> None:
 
 
 def _check_arguments(sub: Subparsers) -> None:
+    from pathlib import Path
+
     check = sub.add_parser("check", help="diagnostics for files (exit 1 when problems found)")
     check.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     check.add_argument("--json", action="store_true", help="the ipylsp.diagnostics/2 schema")
@@ -75,6 +77,8 @@ def _check_arguments(sub: Subparsers) -> None:
 
 
 def _diagnostics_arguments(sub: Subparsers) -> None:
+    from pathlib import Path
+
     stored = sub.add_parser(
         "diagnostics",
         help="what the store holds for files, with no server running (exit 1 when errors)",
@@ -102,6 +106,8 @@ def _broker_arguments(sub: Subparsers) -> None:
 
 
 def _mcp_arguments(sub: Subparsers) -> None:
+    from pathlib import Path
+
     mcp = sub.add_parser("mcp", help="serve the agent tools over MCP (stdio)")
     mcp.add_argument(
         "--root", type=Path, default=None, metavar="DIR",
@@ -135,6 +141,9 @@ COMMANDS = {
 def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The command line's parser: with only the command `argv` names when it names one
     (a CLI call an agent makes after each edit does not build ten subparsers), else all."""
+    import argparse
+    from pathlib import Path
+
     parser = argparse.ArgumentParser(
         prog="ipylsp", description="Real language servers for notebooks and agents."
     )
@@ -171,12 +180,26 @@ def _command(argv: Sequence[str] | None) -> str | None:
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
-        code = _main(argv, out)
+        code = _quick(argv, out)
+        if code is None:
+            code = _main(argv, out)
         out.flush()  # here, where a closed pipe can still be caught, not at interpreter exit
     except BrokenPipeError:
         _discard_output(out)
         return EXIT_CLOSED_PIPE
     return code
+
+
+def _quick(argv: Sequence[str] | None, out: TextIO) -> int | None:
+    """A plain `check` answered by a running broker (`broker.quick`); None: the full path."""
+    from ipylsp.broker.quick import check
+
+    try:
+        return check(sys.argv[1:] if argv is None else argv, out)
+    except BrokenPipeError:
+        raise
+    except Exception:  # the full path answers, with its own messages
+        return None
 
 
 def _discard_output(out: TextIO) -> None:
@@ -242,13 +265,15 @@ def _replace(settings: Settings, **changes: Any) -> Settings:
 def _defaults_only(args: argparse.Namespace) -> bool:
     """No settings file, and no flag that changes settings: the defaults hold. (Jupyter's
     config dirs are kept in the broker's private directory, when there is one.)"""
+    from pathlib import Path
+
     from ipylsp.broker.place import place
     from ipylsp.settings_files import config_files
 
     if args.config is not None or args.data_dir is not None:
         return False
     try:
-        cache: Path | None = place(_default_data_dir).directory
+        cache: Path | None = Path(place(_default_data_dir).directory)
     except OSError:
         cache = None
     return not config_files(cache)
@@ -384,6 +409,8 @@ def _print_report(report: Report, options: FormatOptions, out: TextIO, *, as_jso
 
 def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     """`ipylsp diagnostics [PATH]`: the store's answers; no server starts."""
+    from pathlib import Path
+
     from ipylsp.analysis import report as fmt
     from ipylsp.service import Service
 
@@ -511,11 +538,7 @@ def _broker_verdict(settings: Settings | None, files: list[dict[str, Any]],
             return broker.check(files, timeout=args.timeout, severity=args.severity,
                                 as_json=args.json, more_hint=CLI_MORE_HINT)
     except BrokerLate as exc:  # its budget is spent: not a second one in-process
-        from ipylsp.model.verdict import EXIT_FAILURE as FAILED
-        from ipylsp.model.verdict import Verdict
-
-        return Verdict("", (f"ipylsp check: {exc} (`ipylsp broker status`; "
-                            f"IPYLSP_BROKER=0 checks in-process)",), FAILED)
+        return exc.verdict()
     except (BrokerUnavailable, BrokerError) as exc:
         print(f"ipylsp: no broker ({exc}); checking in-process", file=sys.stderr)
         return None
@@ -540,6 +563,7 @@ def _in_process_verdict(settings: Settings, files: list[dict[str, Any]],
 def _mcp(settings: Settings, args: argparse.Namespace) -> int:
     """`ipylsp mcp`: stdout carries protocol messages only; everything else goes to stderr."""
     import logging
+    from pathlib import Path
 
     root = (args.root or Path.cwd()).expanduser().resolve()
     if not root.is_dir():

@@ -15,11 +15,24 @@ import json
 import os
 import sys
 import zlib
-from pathlib import Path
+
+TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CONFIG_NAME = "ipylsp_config"
 _INPUTS = ("JUPYTER_", "HOME", "XDG_", "CONDA_", "VIRTUAL_ENV", "PYTHON", "APPDATA",
            "PROGRAMDATA")
+
+
+def known_none(cache: str) -> bool:
+    """Whether there is surely no settings file: Jupyter's config dirs are kept in `cache` for
+    this environment and none holds one (False also when they are not kept yet). Without
+    `pathlib`, for the thin path."""
+    dirs = _kept(os.path.join(cache, f"config-dirs-{_key()}.json"))
+    return dirs is not None and not any(
+        os.path.isfile(os.path.join(d, f"{CONFIG_NAME}{suffix}"))
+        for d in dirs for suffix in (".json", ".py"))
 
 
 def config_files(cache: Path | None = None) -> list[Path]:
@@ -41,6 +54,8 @@ def config_files(cache: Path | None = None) -> list[Path]:
 
 def _config_dirs() -> list[Path]:
     """Jupyter's config dirs, lowest precedence first."""
+    from pathlib import Path
+
     try:
         from jupyter_core.paths import jupyter_config_path
 
@@ -57,15 +72,22 @@ def _key() -> str:
     return f"{zlib.crc32(text):08x}{zlib.adler32(text):08x}"
 
 
-def _cached(cache: Path) -> list[Path] | None:
+def _kept(file: str) -> list[str] | None:
     try:
-        with open(cache / f"config-dirs-{_key()}.json", encoding="utf-8") as kept:
+        with open(file, encoding="utf-8") as kept:
             dirs = json.load(kept)
     except (OSError, ValueError):
         return None
     if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
         return None
-    return [Path(d) for d in dirs]
+    return dirs
+
+
+def _cached(cache: Path) -> list[Path] | None:
+    from pathlib import Path
+
+    dirs = _kept(os.fspath(cache / f"config-dirs-{_key()}.json"))
+    return None if dirs is None else [Path(d) for d in dirs]
 
 
 def _keep(cache: Path, dirs: list[Path]) -> None:

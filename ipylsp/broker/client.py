@@ -14,21 +14,20 @@ or opens one. Imports the model, `frames`, `place` and the standard library only
 
 from __future__ import annotations
 
-import contextlib
+import _thread
 import fcntl
 import os
 import select
 import socket
 import sys
-import threading
 import time
-from pathlib import Path
 
 from ipylsp.broker import frames
 from ipylsp.broker.place import Place, place
 
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from ipylsp.agent.result import ToolResult
@@ -73,6 +72,13 @@ class BrokerLate(BrokerUnavailable):
     """The broker took a call and did not answer it within its budget (it hangs): running
     it again in-process would double the caller's wait, so the caller says so instead."""
 
+    def verdict(self) -> Verdict:
+        """What `ipylsp check` prints and exits with then: unknown, never clean."""
+        from ipylsp.model.verdict import EXIT_FAILURE, Verdict
+
+        return Verdict("", (f"ipylsp check: {self} (`ipylsp broker status`; "
+                            f"IPYLSP_BROKER=0 checks in-process)",), EXIT_FAILURE)
+
 
 class BrokerError(Exception):
     """The broker answered a call with an error (`kind`: what went wrong)."""
@@ -95,21 +101,23 @@ class Broker:
         self._restart = True
         """Start a new broker when this one is gone (not for `start=False` clients)."""
         self._idle: list[socket.socket] = []
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()  # `threading.Lock`, without its import
 
     @classmethod
     def attach(
         cls, settings: Settings | None, *, budget: float, cells_dir: Path | None = None,
-        start: bool = True,
+        start: bool = True, where: Place | None = None,
     ) -> Broker:
         """A broker for this context, started if none runs and `start`; `BrokerUnavailable`.
         `settings` None: the defaults (a thin client that read no settings file sends none);
-        the environment is this process's (the broker keeps what its servers read)."""
+        the environment is this process's (the broker keeps what its servers read). `where`:
+        a place already found (`place.existing`)."""
         deadline = time.monotonic() + budget
-        try:
-            where = place(lambda: _data_dir(settings))
-        except OSError as exc:
-            raise BrokerUnavailable(f"no private place for it: {exc}") from None
+        if where is None:
+            try:
+                where = place(lambda: _data_dir(settings))
+            except OSError as exc:
+                raise BrokerUnavailable(f"no private place for it: {exc}") from None
         wire = None
         if settings is not None:
             from ipylsp.model.wire import to_wire
@@ -370,7 +378,8 @@ def _lock(fd: int, deadline: float) -> None:
 def _spawn(where: Place, deadline: float, idle: float | None) -> None:
     """Start the broker in a session of its own, with this interpreter and this package (its
     directory first on `PYTHONPATH`), and wait for its ready line."""
-    package_parent = str(Path(__file__).resolve().parent.parent.parent)
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.realpath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
@@ -399,6 +408,8 @@ def _spawn(where: Place, deadline: float, idle: float | None) -> None:
         os.close(ready_write)
         os.close(log)
     # Reaped when it ends, so that a long-lived client (an MCP server) keeps no zombie.
+    import threading
+
     threading.Thread(target=process.wait, name="ipylsp-broker-reaper", daemon=True).start()
     try:
         line = _read_ready(ready_read, deadline)
@@ -426,12 +437,13 @@ def _read_ready(fd: int, deadline: float) -> bytes:
     return got
 
 
-def _last_line(path: Path) -> str:
-    with contextlib.suppress(OSError):
-        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-        if lines:
-            return lines[-1][-300:]
-    return ""
+def _last_line(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as log:
+            lines = log.read().strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][-300:] if lines else ""
 
 
 

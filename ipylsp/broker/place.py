@@ -11,6 +11,8 @@ by `private.owned_dir`, like every private path of ipylsp: a directory another u
 swap is refused (`NotPrivate`), never adopted. In it, per build: the socket, the secret (0600),
 the lock a client holds while it starts the broker, the broker's log.
 
+Paths are strings and `pathlib` is not imported on the way to a running broker
+(`existing`): the thin `ipylsp check` an agent runs after each edit pays for each module.
 Reads the file system only (stat, the package's directory listing); starts nothing.
 """
 
@@ -20,11 +22,13 @@ import functools
 import os
 import stat
 import zlib
-from collections.abc import Callable
-from pathlib import Path
 
 from ipylsp._version import __version__
-from ipylsp.private import owned_dir
+
+TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 RUNTIME_ENV = "XDG_RUNTIME_DIR"
 SOCKET_PATH_MAX = 107
@@ -34,14 +38,14 @@ SOCKET_PATH_MAX = 107
 @functools.lru_cache(maxsize=1)
 def build_id() -> str:
     """`0.1.0-1a2b3c4d5e6f`: the version, and a digest of the package's source files."""
-    package = Path(__file__).resolve().parent.parent
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     stack = [package]
     rows: list[str] = []
     while stack:
         with os.scandir(stack.pop()) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
-                    stack.append(Path(entry.path))
+                    stack.append(entry.path)
                 elif entry.name.endswith(".py"):
                     info = entry.stat()
                     rows.append(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}")
@@ -51,36 +55,36 @@ def build_id() -> str:
 
 
 class Place:
-    """A build's broker: its files in one private directory. (Not a dataclass: a thin client
-    does not import `dataclasses`.)"""
+    """A build's broker: its files in one private directory. (Not a dataclass, and paths as
+    strings: a thin client imports neither `dataclasses` nor `pathlib`.)"""
 
     __slots__ = ("build", "directory")
 
-    def __init__(self, directory: Path, build: str) -> None:
-        self.directory = directory
+    def __init__(self, directory: str | os.PathLike[str], build: str) -> None:
+        self.directory = os.fspath(directory)
         self.build = build
 
-    def _named(self, suffix: str) -> Path:
-        return self.directory / f"broker-{self.build}{suffix}"
+    def _named(self, suffix: str) -> str:
+        return os.path.join(self.directory, f"broker-{self.build}{suffix}")
 
     @property
-    def socket(self) -> Path:
+    def socket(self) -> str:
         return self._named(".sock")
 
     @property
-    def secret(self) -> Path:
+    def secret(self) -> str:
         return self._named(".key")
 
     @property
-    def lock(self) -> Path:
+    def lock(self) -> str:
         return self._named(".lock")
 
     @property
-    def log(self) -> Path:
+    def log(self) -> str:
         return self._named(".log")
 
 
-def _runtime_dir() -> Path | None:
+def _runtime_dir() -> str | None:
     """`$XDG_RUNTIME_DIR`, else `/run/user/<uid>` (what it is set to, for a process whose
     environment was cut down: an MCP client starts its servers with a few variables only),
     when it is this user's alone; None otherwise (none, or another user owns or may enter it)."""
@@ -91,18 +95,42 @@ def _runtime_dir() -> Path | None:
         info = os.lstat(value)
     except OSError:
         return None
-    if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid()
-            or info.st_mode & 0o077):
+    if not _private(info):
         return None
-    return Path(value)
+    return value
+
+
+def _private(info: os.stat_result) -> bool:
+    """A directory (not a link) of this user's that nobody else may enter."""
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+            and not info.st_mode & 0o077)
+
+
+def existing(build: str | None = None) -> Place | None:
+    """This build's place under the private runtime directory when it exists and is private
+    (nothing is made); None otherwise: `place` then makes or checks it. For the thin path to a
+    running broker: what connects there still checks the broker is this user's."""
+    runtime = _runtime_dir()
+    if runtime is None:
+        return None
+    directory = os.path.join(runtime, "ipylsp")
+    try:
+        if not _private(os.lstat(directory)):
+            return None
+    except OSError:
+        return None
+    return Place(directory, build or build_id())
 
 
 def place(data: Callable[[], Path], build: str | None = None) -> Place:
     """This build's place (its directory made or checked): under the private runtime
     directory, else under the data directory `data()` gives; `NotPrivate` or `OSError` when
     there is none this user alone can write, or its socket's path would be too long."""
+    from ipylsp.private import owned_dir
+
     runtime = _runtime_dir()
-    directory = owned_dir(runtime / "ipylsp" if runtime is not None else data() / "run")
+    directory = owned_dir(os.path.join(runtime, "ipylsp") if runtime is not None
+                          else data() / "run")
     where = Place(directory, build or build_id())
     if len(os.fsencode(where.socket)) > SOCKET_PATH_MAX:
         raise OSError(f"the broker's socket path is longer than {SOCKET_PATH_MAX} bytes: "

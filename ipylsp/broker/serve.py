@@ -311,7 +311,8 @@ def _write_secret(where: Place) -> str:
     """A new secret, in a file only this user can read (made under a name of its own, then
     moved into place)."""
     secret = secrets.token_hex(32)
-    temporary = where.directory / f".{where.secret.name}.{os.getpid()}"
+    temporary = os.path.join(where.directory,
+                             f".{os.path.basename(where.secret)}.{os.getpid()}")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, secret.encode("ascii"))
