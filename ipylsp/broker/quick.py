@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
 SEVERITIES = ("error", "warning", "all")
 DEFAULT_TIMEOUT = 30.0
-"""`ipylsp check --timeout`'s default (cli.py declares it too; tests/test_broker.py holds them
+"""`ipylsp check --timeout`'s default (cli.py declares it too; tests/test_quick_check.py holds them
 equal)."""
 MORE_HINT = "check fewer files at a time"
-"""`cli.CLI_MORE_HINT` (tests/test_broker.py holds them equal)."""
+"""`cli.CLI_MORE_HINT` (tests/test_quick_check.py holds them equal)."""
 
 
 def _plain(argv: Sequence[str]) -> dict[str, Any] | None:
