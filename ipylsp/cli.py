@@ -191,15 +191,23 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
 
 
 def _quick(argv: Sequence[str] | None, out: TextIO) -> int | None:
-    """A plain `check` answered by a running broker (`broker.quick`); None: the full path."""
+    """A plain `check` answered by a running broker (`broker.quick`); None: the full path.
+    A broker that took the call's connection and did not say hello is not waited for twice:
+    the full path then checks in-process."""
     from ipylsp.broker.quick import check
 
     try:
         return check(sys.argv[1:] if argv is None else argv, out)
     except BrokenPipeError:
         raise
-    except Exception:  # the full path answers, with its own messages
-        return None
+    except Exception as exc:  # the full path answers, with its own messages
+        from ipylsp.broker.client import BrokerSilent
+
+        if not isinstance(exc, BrokerSilent):
+            return None
+        silent = exc
+    print(f"ipylsp: no broker ({silent}); checking in-process", file=sys.stderr)
+    return _main(argv, out, broker=False)
 
 
 def _discard_output(out: TextIO) -> None:
@@ -216,11 +224,12 @@ def _discard_output(out: TextIO) -> None:
         os.close(devnull)
 
 
-def _main(argv: Sequence[str] | None, out: TextIO) -> int:
+def _main(argv: Sequence[str] | None, out: TextIO, *, broker: bool = True) -> int:
+    """The command `argv` names; `broker` False: `check` runs in-process, saying nothing."""
     args = _parser(argv).parse_args(argv)
     try:
         if args.command == "check" and _defaults_only(args):
-            return _check(None, out, args)
+            return _check(None, out, args, broker=broker)
         settings = _settings(args)
     except ValueError as exc:  # traitlets validation and unreadable config files
         print(f"ipylsp: bad configuration: {exc}", file=sys.stderr)
@@ -235,7 +244,7 @@ def _main(argv: Sequence[str] | None, out: TextIO) -> int:
         if args.command == "install":
             return _install(settings, out, args.server_ids, install_all=args.all)
         if args.command == "check":
-            return _check(settings, out, args)
+            return _check(settings, out, args, broker=broker)
         if args.command == "diagnostics":
             return _stored(settings, out, args)
         if args.command == "cache":
@@ -465,7 +474,8 @@ def _broker(settings: Settings, out: TextIO, action: str) -> int:
     return EXIT_CLEAN
 
 
-def _check(settings: Settings | None, out: TextIO, args: argparse.Namespace) -> int:
+def _check(settings: Settings | None, out: TextIO, args: argparse.Namespace, *,
+           broker: bool = True) -> int:
     """`ipylsp check`: `settings` None when no settings file nor flag says anything (the thin
     path: the broker's defaults; no traitlets, no model imported here)."""
     before: str | None = None
@@ -493,7 +503,7 @@ def _check(settings: Settings | None, out: TextIO, args: argparse.Namespace) -> 
     from ipylsp.broker.client import wanted
 
     verdict = None
-    if wanted(settings):
+    if broker and wanted(settings):
         verdict = _broker_verdict(settings, files, args)
     if verdict is None:
         verdict = _in_process_verdict(settings or _defaults(), files, args)

@@ -68,6 +68,11 @@ class BrokerUnavailable(Exception):
     """No broker could be had; the message says why, in one sentence."""
 
 
+class BrokerSilent(BrokerUnavailable):
+    """A broker took the connection and did not answer its hello within `HELLO_WITHIN` (it is
+    stopped, wedged or ending): asking it again in the same call would double the wait."""
+
+
 class BrokerLate(BrokerUnavailable):
     """The broker took a call and did not answer it within its budget (it hangs): running
     it again in-process would double the caller's wait, so the caller says so instead."""
@@ -258,6 +263,8 @@ class Broker:
             frames.send(sock, {"call": "hello", "args": {**self._hello, "secret": self._secret}},
                         deadline)
             answer = frames.receive(sock, deadline)
+        except frames.Late as exc:
+            raise BrokerSilent(f"the broker did not answer: {exc}") from None
         except OSError as exc:
             raise BrokerUnavailable(f"the broker did not answer: {exc}") from None
         try:

@@ -87,7 +87,13 @@ def check(argv: Sequence[str], out: TextIO) -> int | None:
             return None
     elif not all(os.path.exists(p) for p in paths):
         return None
-    from ipylsp.broker.client import Broker, BrokerError, BrokerLate, BrokerUnavailable
+    from ipylsp.broker.client import (
+        Broker,
+        BrokerError,
+        BrokerLate,
+        BrokerSilent,
+        BrokerUnavailable,
+    )
 
     # `FileCheck`'s wire form, as cli.py builds it.
     files = [{"path": os.path.realpath(p), "before": before if before is not None else ""}
@@ -98,6 +104,8 @@ def check(argv: Sequence[str], out: TextIO) -> int | None:
                                    as_json=args["json"], more_hint=MORE_HINT)
     except BrokerLate as exc:  # its budget is spent: not a second one on the full path
         verdict = exc.verdict()
+    except BrokerSilent:  # the full path would wait for it again: the caller says so
+        raise
     except (BrokerUnavailable, BrokerError):
         return None
     if verdict.stdout:
