@@ -417,9 +417,9 @@ def shell_namespace(history: list[str], cwd: Path) -> dict[str, Any]:
 
 def session_cells(iso: c.Isolation, servers: Sequence[str], longest: list[str],
                   namespace: dict[str, Any], n: int, sizes: Sequence[int]) -> dict[str, Any]:
+    from ipylsp.cells.session import CellSession
     from ipylsp.ipython.namespace import kernel_view
     from ipylsp.model.settings import Settings
-    from ipylsp.service.cells import CellSession
 
     ws = iso.workspace({}, f"session-{servers[0]}")
     settings = Settings(language_servers={"python": tuple(servers)}, data_dir=iso.data_dir)
@@ -527,8 +527,8 @@ def documents_sent(longest: list[str], namespace: dict[str, Any], size: int,
     """For `n` new cells after `size` cells of history: (the whole-history documents, as every
     check sent them before the window; the window's documents, as `CellSession` sends them)."""
     from ipylsp.analysis.cells.document import unbound_loads
+    from ipylsp.cells.session import CellSession
     from ipylsp.ipython.namespace import kernel_view
-    from ipylsp.service.cells import CellSession
 
     view = kernel_view(namespace)
     stubs = view.stubs

@@ -72,9 +72,10 @@ def check_cell(code: str, *, timeout: float | None = None) -> Report:
     kernel has run (with `%load_ext ipylsp`: its namespace too). Nothing is run."""
     if not isinstance(code, str):
         raise TypeError(f"code must be a str, not {type(code).__name__}")
+    from ipylsp.cells.session import process_session
     from ipylsp.ipython.extension import current_session
 
-    report = current_session(get_service).preflight(code, timeout=timeout)
+    report = current_session(process_session).preflight(code, timeout=timeout)
     return _shown(report, "the cell: no new problems (nothing was run)")
 
 

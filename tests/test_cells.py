@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import gc
 import json
 import os
 import pathlib
@@ -24,11 +25,11 @@ from ipylsp.analysis.cells.document import CellHistory, make_cell, unbound_loads
 from ipylsp.analysis.cells.neutralize import NeutralCell, neutralize, split_cell
 from ipylsp.analysis.report import format_text, to_json
 from ipylsp.analysis.syntax import syntax_diagnostics
+from ipylsp.cells.session import CellSession, KernelView
 from ipylsp.ipython.namespace import stub_prelude
 from ipylsp.ipython.reading import read_with, static_reader
-from ipylsp.model.diagnostics import Diagnostic, Position, Range, Severity
+from ipylsp.model.diagnostics import Diagnostic, Position, Range, Report, Severity
 from ipylsp.model.settings import Settings
-from ipylsp.service.cells import KernelView
 from ipylsp.service.service import FileCheck, Service
 from tests.real_servers import DATA_DIR
 
@@ -375,7 +376,7 @@ def _text(report: object) -> list[str]:
 
 @pytest.mark.real
 def test_a_later_cell_breaking_a_call_is_reported_under_it(service: Service) -> None:
-    cells = service.cells
+    cells = CellSession.over(service)
     assert _text(cells.run("def f(x: int) -> int:\n    return x", count=1)) == []
     report = cells.run("y = 1\nf('s')", count=2)
     assert _text(report) == [
@@ -403,7 +404,7 @@ def test_a_later_cell_breaking_a_call_is_reported_under_it(service: Service) -> 
 def test_preflight_leaves_the_history_and_the_virtual_document_stays_private(
     service: Service, tmp_path: Path,
 ) -> None:
-    cells = service.cells
+    cells = CellSession.over(service)
     cells.run("def f(x: int) -> int:\n    return x", count=1)
     history = cells.history
     proposed = cells.preflight("f('s')\nundefined_name")
@@ -435,8 +436,9 @@ def test_kernel_names_are_never_undefined_and_stubs_keep_types(service: Service)
         names = frozenset(namespace) | frozenset(dir(__builtins__))
         return KernelView(Kernel(names, frozenset()), lambda w: stub_prelude(namespace, w))
 
-    service.cells.attach(service.cells.read, view)
-    report = service.cells.run(
+    cells = CellSession.over(service)
+    cells.attach(cells.read, view)
+    report = cells.run(
         "print(made_by_exec.stem)\nstar_name + 1\nprint(made_by_exec.no_such_attribute)\n"
         "print(not_bound)", count=1
     )
@@ -451,7 +453,7 @@ def test_a_file_write_that_breaks_cell_code_is_reported_under_the_cell(
 ) -> None:
     lib = tmp_path / "lib.py"
     lib.write_text("def area(w: int, h: int) -> int:\n    return w * h\n")
-    cells = service.cells
+    cells = CellSession.over(service)
     assert _text(cells.run("from lib import area\narea(2, 3)", count=1)) == []
     lib.write_text("def area(w: int) -> int:\n    return w\n")
     service.check_files([FileCheck(lib)])
@@ -474,7 +476,7 @@ def test_fixed_problems_are_located_in_the_document_they_were_in(service: Servic
         names = frozenset(namespace) | frozenset(dir(__builtins__))
         return KernelView(Kernel(names, frozenset()), lambda w: stub_prelude(namespace, w))
 
-    cells = service.cells
+    cells = CellSession.over(service)
     cells.attach(cells.read, view)
     cells.run("import os\ndef f(x: int) -> int:\n    return x", count=1, cell_id="a")
     broken = cells.run("print(os.sep)\nf('s')", count=2, cell_id="b")
@@ -491,7 +493,7 @@ def test_fixed_problems_are_located_in_the_document_they_were_in(service: Servic
 
 @pytest.mark.real
 def test_a_preflight_leaves_the_next_runs_baseline(service: Service) -> None:
-    cells = service.cells
+    cells = CellSession.over(service)
     cells.run("x = 1", count=1)
     proposed = cells.preflight("len(1, 2)")
     ran = cells.run("len(1, 2)", count=2)
@@ -514,12 +516,66 @@ def test_in_no_project_the_cells_are_checked_at_the_notebooks_directory(
     settings = Settings(language_servers={"python": ("ty", "ruff")}, data_dir=DATA_DIR,
                         directory=home)
     with Service(settings) as service:
-        cells = service.cells
+        cells = CellSession.over(service)
         assert cells.path.parent == home
         report = cells.run("x: int = 's'", count=1)
         assert [d.code for f in report.files for d in f.diagnostics] == ["invalid-assignment"]
         assert {row.root for row in service.status()} == {home}
         assert list(home.iterdir()) == []
+
+
+class _NoServers:
+    """What a session's own directory needs of a service: nothing is checked."""
+
+    def check_files(self, files: object, **options: object) -> Report:
+        return Report()
+
+
+def test_a_sessions_own_directory_goes_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Outside a workspace (a directory others can write to), the document gets a sealed
+    directory of its own: removed when the session is closed, or collected (and at exit)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.chdir(shared)
+    closed = CellSession(_NoServers(), private_parent=tmp_path / "data")
+    own = closed.path.parent
+    assert own.parent == tmp_path / "data" / "cells" and own.is_dir()
+    closed.close()
+    assert not own.exists()
+    dropped = CellSession(_NoServers(), private_parent=tmp_path / "data")
+    own = dropped.path.parent
+    del dropped
+    gc.collect()
+    assert not own.exists()
+
+
+def test_each_surface_holds_its_session_and_the_process_one_follows_the_service(
+    tmp_path: Path,
+) -> None:
+    """No service holds a session: a `Toolbox` made over a service holds its own, rooted where
+    the service's `cells_dir` says; the Python API's and a service-less `Toolbox`'s is the
+    process's, made again over a new process-wide service."""
+    import ipylsp
+    from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.cells.session import process_session
+
+    with Service(Settings(store=False), cells_dir=tmp_path) as service:
+        box = Toolbox(service, tmp_path)
+        assert box.cells is box.cells is not CellSession.over(service)
+        assert box.cells.service is service and box.cells.path.parent == tmp_path
+        assert not hasattr(service, "cells")
+    ipylsp._reset_service()
+    try:
+        first = process_session()
+        assert first.service is ipylsp.get_service() and process_session() is first
+        assert Toolbox().cells is first
+        ipylsp._reset_service()
+        assert process_session() is not first
+    finally:
+        ipylsp._reset_service()
 
 
 def test_a_seeded_cell_run_again_with_its_id_is_replaced_in_place() -> None:
@@ -551,7 +607,7 @@ def test_ends_on_other_lines_keep_their_lines_offsets_and_compound_last_statemen
 def test_a_caller_older_than_the_window_is_reported_when_a_rerun_breaks_it(
     service: Service,
 ) -> None:
-    cells = service.cells
+    cells = CellSession.over(service)
     cells.run("def area(w: int, h: int) -> int:\n    return w * h", count=1, cell_id="define")
     assert format_text(cells.run("total = area(2, 3)", count=2, cell_id="call")) == ""
     for n in range(window.WINDOW_LINES + 10):
@@ -570,7 +626,7 @@ def test_a_caller_older_than_the_window_is_reported_when_a_rerun_breaks_it(
 def test_moving_the_window_reports_nothing(service: Service) -> None:
     """Cells with errors that stay, then clean cells past several cuts: no cell's check says
     anything about the cells the window dropped or the declarations that replaced them."""
-    cells = service.cells
+    cells = CellSession.over(service)
     cells.run("def f(a: int, b: int = 1) -> int:\n    return a * b", count=1)
     cells.run("class C:\n    def __init__(self, n: int) -> None:\n        self.n = n", count=2)
     broken = cells.run("wrong: int = 'not an int'\nitems = [1, 2, 3]", count=3)

@@ -24,9 +24,9 @@ import pytest
 from ipylsp.analysis.cells import imports
 from ipylsp.analysis.cells.attribution import Kernel, by_cell
 from ipylsp.analysis.cells.document import CellHistory, make_cell
+from ipylsp.cells.session import CellSession
 from ipylsp.ipython.namespace import holds
 from ipylsp.model.diagnostics import Diagnostic, Position, Range, Report, Severity
-from ipylsp.service.cells import CellSession
 from tests.real_servers import require
 from tests.test_ipython_kernel import MIME, Cell, kernel_dir_for, seed_workspace
 from tests.test_ipython_kernel import Kernel as RealKernel

@@ -23,7 +23,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("io", ("ipylsp.lsp", "ipylsp.servers", "ipylsp.store")),
     ("service", ("ipylsp.service",)),
     ("adapters", ("ipylsp", "ipylsp.config", "ipylsp.settings_files", "ipylsp.cli",
-                  "ipylsp.ipython", "ipylsp.agent", "ipylsp.server", "ipylsp.broker")),
+                  "ipylsp.cells", "ipylsp.ipython", "ipylsp.agent", "ipylsp.server",
+                  "ipylsp.broker")),
 )
 CORE = ("base", "model", "analysis", "io", "service")
 FRAMEWORKS = ("IPython", "ipykernel", "jupyter_server", "jupyter_client", "tornado",
@@ -217,3 +218,10 @@ def test_a_deliberate_upward_import_is_caught(tmp_path: Path) -> None:
                                     "ipylsp.service.service", "ipylsp.ipython.magics"])
 def test_every_module_has_a_layer(module: str) -> None:
     assert LAYERS[layer_of(module)][0] in {"model", "io", "service", "adapters"}
+
+
+def test_the_cells_session_is_a_surface_and_their_analysis_is_not() -> None:
+    """`ipylsp.cells` (the session, on the kernel's side) is an adapter: no room of the
+    service may import it; `ipylsp.analysis.cells` (pure) stays below."""
+    assert LAYERS[layer_of("ipylsp.cells.session")][0] == "adapters"
+    assert LAYERS[layer_of("ipylsp.analysis.cells.window")][0] == "analysis"

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from ipylsp import private
+from ipylsp.cells.session import CellSession
 from ipylsp.model.diagnostics import UnknownReason
-from ipylsp.service.cells import CellSession
 from tests.test_cells_kernel import ours
 from tests.test_ipython_kernel import TY_RUFF, Cell, Kernel, block, kernel_dir_for
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ipylsp.cells.session import CellSession
 from ipylsp.model.diagnostics import Diagnostic, Report
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 from ipylsp.model.settings import Settings
@@ -83,7 +84,7 @@ def test_a_reworded_message_in_the_cells_is_neither_introduced_nor_fixed(
 ) -> None:
     monkeypatch.chdir(root)
     with Service(reworder("python")) as service:
-        cells = service.cells
+        cells = CellSession.over(service)
         first = cells.run(CYCLE, count=1, cell_id="one")
         assert introduced(first) == [("E1", "Cycle detected in import chain")]
         second = cells.run("y = 2  # a comment\n", count=2, cell_id="two")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,6 +19,7 @@ from ipylsp.model.diagnostics import UnknownReason
 from ipylsp.service import FileRefused, read_text
 
 if TYPE_CHECKING:
+    from ipylsp.cells.session import CellSession
     from ipylsp.lsp.requests import Feature, FeatureResult
     from ipylsp.service import Service, Trip
 
@@ -53,7 +55,8 @@ _NEXT_STEP: dict[ErrorCode, str] = {
 
 class Toolbox:
     """The agent tools for `root` (default: the current directory), answered by `service`
-    (default: the process-wide one, shared with the notebook's own checks)."""
+    (default: the process-wide one, shared with the notebook's own checks); `cells`: the
+    cells' session `lsp_check_cell` checks against (default: `cells`)."""
 
     def __init__(
         self,
@@ -61,10 +64,14 @@ class Toolbox:
         root: str | os.PathLike[str] | None = None,
         *,
         max_chars: int | None = None,
+        cells: CellSession | None = None,
     ) -> None:
         self._service = service
+        self._own_service = service is not None
         self.workspace = Workspace(Path.cwd() if root is None else root)
         self._max_chars = max_chars
+        self._cells = cells
+        self._cells_lock = threading.Lock()
 
     @property
     def service(self) -> Service:
@@ -73,6 +80,19 @@ class Toolbox:
 
             self._service = get_service()
         return self._service
+
+    @property
+    def cells(self) -> CellSession:
+        """The cells' session `lsp_check_cell` checks against where no kernel with ipylsp
+        loaded has one: the one given, else the process's (`process_session`) for the
+        process-wide service, else one of its own over its service, made at first use."""
+        with self._cells_lock:
+            if self._cells is None:
+                from ipylsp.cells.session import CellSession, process_session
+
+                self._cells = (CellSession.over(self.service) if self._own_service
+                               else process_session())
+            return self._cells
 
     @property
     def max_chars(self) -> int:

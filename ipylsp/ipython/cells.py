@@ -1,12 +1,13 @@
 """Checking the code of each cell that runs (`IPyLSP.check_cells`): the IPython side.
 
 `ran_cell` reads what IPython says about the cell that just ran (its source, execution count
-and the front end's cell id); `CellHook` hands it to the service's `CellSession` with the
-kernel's view (`namespace.kernel_view`) and the files the cell wrote: one service call, one
-trip to the servers, one budget. The first checks do not wait for servers to start: while a
-server is still starting (and the cell wrote nothing) the check is cut at once, and the
-server catches up at the next cell, whose check then includes this one's problems (under
-this cell's `cell [n]`): nothing is lost, and no display is rewritten after the cell ended.
+and the front end's cell id); `CellHook` hands it to the kernel's `CellSession` (its own, one
+per kernel, over the service) with the kernel's view (`namespace.kernel_view`) and the files
+the cell wrote: one service call, one trip to the servers, one budget. The first checks do
+not wait for servers to start: while a server is still starting (and the cell wrote nothing)
+the check is cut at once, and the server catches up at the next cell, whose check then
+includes this one's problems (under this cell's `cell [n]`): nothing is lost, and no display
+is rewritten after the cell ended.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from ipylsp.model.diagnostics import Report
 
 if TYPE_CHECKING:
     from ipylsp.analysis.cells.ran import Ran
+    from ipylsp.cells.session import CellSession
     from ipylsp.model.checks import FileCheck
-    from ipylsp.service import CellSession, Service
+    from ipylsp.service import Service
 
 COLD_BUDGET = 0.05
 """Seconds a cell's check waits while its servers are still starting: the syntax tier's and
@@ -53,8 +55,9 @@ def ran_cell(result: Any) -> RanCell | None:
 
 
 class CellHook:
-    """The shell's cell session: seeded with the cells run before `%load_ext`, fed each
-    cell with the live namespace."""
+    """The shell's cell session, made over the service at the first check and held until
+    `close`: seeded with the cells run before `%load_ext`, fed each cell with the live
+    namespace."""
 
     def __init__(self, shell: Any, service: Callable[[], Service]) -> None:
         self._shell = shell
@@ -66,10 +69,11 @@ class CellHook:
     @property
     def session(self) -> CellSession:
         if self._session is None:
+            from ipylsp.cells.session import CellSession
             from ipylsp.ipython.namespace import kernel_view
             from ipylsp.ipython.reading import kernel_reader
 
-            session = self._service().cells
+            session = CellSession.over(self._service())
             session.attach(kernel_reader(self._shell), lambda: kernel_view(self._shell.user_ns))
             session.seed(self._earlier_cells())
             self._session = session
@@ -93,6 +97,12 @@ class CellHook:
     def started(self) -> CellSession | None:
         """The session once a cell was checked (None before: nothing starts it here)."""
         return self._session
+
+    def close(self) -> None:
+        """The session closed (its own directory removed) and forgotten (`%unload_ext`)."""
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
 
     def _earlier_cells(self) -> list[tuple[int, str]]:
         """(count, source) of the cells run before this one, from IPython's history."""

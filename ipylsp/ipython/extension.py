@@ -23,8 +23,9 @@ from ipylsp.service import data_dir, languages, workspace_gate
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ipylsp.cells.session import CellSession
     from ipylsp.model.settings import Settings
-    from ipylsp.service import CellSession, Service
+    from ipylsp.service import Service
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,9 @@ class CellChecks:
             self.watcher.child_mode = "auto" if self.settings.check_shell_writes else "off"
         if name == "max_file_mb":  # the check's limit is the watcher's
             self.watcher.max_text_bytes = self.settings.max_file_bytes
+        session = self.cells.started
+        if name == "cell_history" and session is not None:
+            session.cap = self.settings.cell_history
         if self._service is not None:
             self._service.configure(_in_cwd(self.settings))
 
@@ -212,6 +216,7 @@ class CellChecks:
         self.config.unobserve(self._on_config_change)
         self.watcher.close()
         self.monitor.close()
+        self.cells.close()
 
 
 def _before(write: Write, writes: dict[Path, Write]) -> str | None:
@@ -238,19 +243,19 @@ def current(shell: Any) -> CellChecks | None:
     return getattr(shell, ATTR, None)
 
 
-def current_session(service: Callable[[], Service]) -> CellSession:
+def current_session(own: Callable[[], CellSession]) -> CellSession:
     """The cell session of the running IPython shell (its hook's, when `%load_ext ipylsp`
-    loaded; else the service's, reading the shell's namespace), or the service's own (read
-    with IPython's transforms when IPython is installed)."""
+    loaded; else the caller's `own()`, reading the shell's namespace), or the caller's own
+    (read with IPython's transforms when IPython is installed)."""
     try:
         from IPython import get_ipython
     except ImportError:
-        return service().cells
+        return own()
     from ipylsp.ipython.reading import kernel_reader, static_reader
 
     shell = get_ipython()
     if shell is None:  # IPython's transforms without a kernel: an agent's preflight
-        session = service().cells
+        session = own()
         session.attach(static_reader())
         return session
     checks = current(shell)
@@ -258,7 +263,7 @@ def current_session(service: Callable[[], Service]) -> CellSession:
         return checks.cells.session
     from ipylsp.ipython.namespace import kernel_view
 
-    session = service().cells
+    session = own()
     session.attach(kernel_reader(shell), lambda: kernel_view(shell.user_ns))
     return session
 

@@ -19,7 +19,7 @@ from ipylsp.analysis.report.selection import FormatOptions
 from ipylsp.ipython.extension import CellChecks, current
 
 if TYPE_CHECKING:
-    from ipylsp.service import CellSession
+    from ipylsp.cells.session import CellSession
 
 log = logging.getLogger(__name__)
 

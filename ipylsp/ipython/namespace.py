@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ipylsp.analysis.cells.attribution import Kernel
-from ipylsp.service import KernelView
+from ipylsp.cells.session import KernelView
 
 ALWAYS_BOUND = frozenset({"display", "get_ipython", "In", "Out", "exit", "quit"})
 """Names IPython provides during a cell (some only while its builtins trap is active)."""

@@ -1,6 +1,7 @@
 """What the Jupyter server extension owns: one Service shared by every client of this Jupyter
-server (the browser's routes, MCP over HTTP, Jupyter AI's tools), its tool box rooted at the
-server's `root_dir`, closed with the server."""
+server (the browser's routes, MCP over HTTP, Jupyter AI's tools), its cells' session (whose
+document says it lives at the root), its tool box rooted at the server's `root_dir`, closed
+with the server."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ipylsp.agent.toolbox import Toolbox
+from ipylsp.cells.session import CellSession
 from ipylsp.model.settings import Settings
 from ipylsp.service import Service
 
@@ -23,10 +25,12 @@ class ServerState:
         # no project below it is checked, by servers that do not index it all.
         settings = replace(settings, directory=root)
         self.service = Service(settings, cells_dir=root)  # the root's servers check cells
-        self.toolbox = Toolbox(self.service, root)
+        self.cells = CellSession.over(self.service)
+        self.toolbox = Toolbox(self.service, root, cells=self.cells)
 
     def close(self) -> None:
         self.service.close()
+        self.cells.close()
 
 
 def start(root: Path, settings: Settings) -> ServerState:

@@ -5,15 +5,18 @@ behind it are the service's own.
 
 Rooms by concern: the check pipeline (`check/`), the runtime that runs servers (`runtime/`:
 loop, pool, resolver, cleanup, the process-wide service, the status file), queries beyond
-diagnostics (`queries`), the notebook's cells (`cells`), where reports go (`outputs/`),
-administration of servers (`admin/`), and the store as a cache (`answers`). Never imports
-IPython, Jupyter, tornado, traitlets or mcp: the surfaces adapt it.
+diagnostics (`queries`), where reports go (`outputs/`), administration of servers
+(`admin/`), and the store as a cache (`answers`). Never imports IPython, Jupyter, tornado,
+traitlets or mcp: the surfaces adapt it. The notebook's cells are not a room: their session
+lives with the kernel (`ipylsp/cells/`) and sends their document here as a virtual
+`FileCheck`, like any surface's check.
 
 Names load on first use: a thin client (the CLI's `status`) imports only what it touches.
 Besides the service's own, it exports what the surfaces need of servers as data and on disk
-(`data_dir`, `languages`, `registry`, `regular_file`, `workspace_gate`, `InstallResult`): a
-surface imports nothing of `servers/`, `store/` or `lsp/` but the features' vocabulary
-(`lsp.requests`), whose values its tables name.
+(`data_dir`, `languages`, `registry`, `regular_file`, `workspace_gate`, `InstallResult`,
+`cells_place`: where the cells' document says it lives): a surface imports nothing of
+`servers/`, `store/` or `lsp/` but the features' vocabulary (`lsp.requests`), whose values its
+tables name.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import importlib
 
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads it
+    from ipylsp.servers import cells_place as cells_place
     from ipylsp.servers import languages as languages
     from ipylsp.servers import registry as registry
     from ipylsp.servers import regular_file as regular_file
@@ -32,8 +36,6 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
     from ipylsp.service.admin.server_table import StatusView as StatusView
     from ipylsp.service.admin.server_table import UnknownServer as UnknownServer
     from ipylsp.service.answers import STORE_OFF as STORE_OFF
-    from ipylsp.service.cells import CellSession as CellSession
-    from ipylsp.service.cells import KernelView as KernelView
     from ipylsp.service.check.before_text import MAX_FILE_BYTES as MAX_FILE_BYTES
     from ipylsp.service.check.before_text import FileRefused as FileRefused
     from ipylsp.service.check.before_text import read_text as read_text
@@ -47,7 +49,6 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
 
 _EXPORTS = {
     "Service": "service", "NOTHING_PENDING": "service",
-    "CellSession": "cells", "KernelView": "cells",
     "get_service": "runtime.process_wide", "reset_service": "runtime.process_wide",
     "InstallProgress": "admin.server_table", "StatusView": "admin.server_table",
     "UnknownServer": "admin.server_table",
@@ -59,6 +60,7 @@ _EXPORTS = {
     "data_dir": "ipylsp.servers.executables", "InstallResult": "ipylsp.servers.installers",
     "languages": "ipylsp.servers", "registry": "ipylsp.servers",
     "regular_file": "ipylsp.servers", "workspace_gate": "ipylsp.servers.roots",
+    "cells_place": "ipylsp.servers",
 }
 """Each exported name, and the room that defines it (a whole module name: a module of the
 layers below; `tests/test_layers.py` checks that the `TYPE_CHECKING` imports above say the

@@ -27,7 +27,6 @@ from ipylsp.model.settings import Settings
 from ipylsp.model.status import ServerState, ServerStatus
 from ipylsp.service.admin.control import HANDOVER_MARGIN, ServerControl
 from ipylsp.service.answers import clear_store, store_info, stored_report
-from ipylsp.service.cells import CellSession, document_in
 from ipylsp.service.check import batch
 from ipylsp.service.check.file_reports import common_root, failed_files, known_report
 from ipylsp.service.check.files import Checker
@@ -65,11 +64,11 @@ class Service:
     def __init__(self, settings: Settings | None = None, *, cells_dir: Path | None = None,
                  environment: Environment | None = None, shares: Service | None = None
                  ) -> None:
-        """`cells_dir`: the directory whose servers check the cells' document (the server
-        extension's root: its cell checks share the servers of its file checks); None: the
-        working directory when it is a workspace, else a directory of its own
-        (`cells.default_path`). `environment`: the client's, which servers are found and run
-        in (its interpreter, PATH, GOPATH...); None: this process's
+        """`cells_dir`: the directory whose servers check the cells' document of this
+        service's surfaces (the server extension's root: its cell checks share the servers of
+        its file checks); None: the working directory when it is a workspace, else a
+        directory of its own (`cells_place.default_path`). `environment`: the client's, which
+        servers are found and run in (its interpreter, PATH, GOPATH...); None: this process's
         (`Environment.current`). `shares`: another service whose servers, loop and store
         this one uses, with its settings and environment (a broker's client): this one keeps
         its own checked files, pending problems and subscribers, and closing it stops none of
@@ -88,7 +87,6 @@ class Service:
         self._sink = ReportSink(self._pending)
         self._late = LateAnswers(self._checker, self._sink)
         self._unchecked: list[FileCheck] = []
-        self._cells: CellSession | None = None
         self._lock = threading.Lock()
         self._closed = False
         cleanup.register(self)
@@ -103,9 +101,14 @@ class Service:
         """New settings at once (e.g. from `%config`); running servers keep running. Not for
         a service that shares another's (`RuntimeError`)."""
         self._state.configure(settings)
-        if self._cells is not None:
-            self._cells.cap = self.settings.cell_history
         return self.settings
+
+    @property
+    def cells_dir(self) -> Path | None:
+        """The directory the cells' document of this service's surfaces says it lives in
+        (`__init__`), or None: data for the session that sends the document
+        (`CellSession.over`), to the service a virtual file like any other."""
+        return self._cells_dir
 
     # -- servers (`admin.control`) ----------------------------------------------------------
 
@@ -265,19 +268,6 @@ class Service:
         )
         self._publish_status(rows)
         return report
-
-    @property
-    def cells(self) -> CellSession:
-        """The notebook's executed cells, checked as one in-memory document (`cells.py`)."""
-        with self._lock:
-            if self._cells is None:
-                from ipylsp.servers.executables import data_dir
-
-                path = None if self._cells_dir is None else document_in(self._cells_dir)
-                self._cells = CellSession(self, path, cap=self.settings.cell_history,
-                                          markers=self.settings.workspace_markers,
-                                          private_parent=data_dir(self.settings))
-            return self._cells
 
     def subscribe(self, callback: Subscriber) -> None:
         """Call `callback(report)` with every report as it is made: checks (preflights
@@ -509,8 +499,6 @@ class Service:
                     loop.run(self._state.pool.close(), self.settings.shutdown_grace * 2 + 5)
                 loop.stop()
         self._state.close()
-        if self._cells is not None:
-            self._cells.close()
         if self._host is not None:
             return  # the shared service's status file is its own
         from ipylsp.servers.executables import data_dir

@@ -129,7 +129,7 @@ def lsp_check_cell(box: Toolbox, args: Arguments) -> ToolResult:
     from ipylsp.ipython.extension import current_session  # how IPython reads the code
 
     report = dataclasses.replace(
-        current_session(lambda: box.service).preflight(args["code"]), root=box.workspace.root
+        current_session(lambda: box.cells).preflight(args["code"]), root=box.workspace.root
     )
     empty = f"the cell: no new problems{_servers(report)}; nothing was run"
     return _answer(report, _options(box, args), empty)

@@ -14,7 +14,7 @@ makes a cell's check cost grow with the history. The document holds instead:
 What the other cells bound, where the document's cells read it, is declared in the header
 (`declarations`): a function or class by its own statement (its signature, and its body for
 what a checker infers from it), found in the last cell that defined it; anything else by the
-kernel's stub of its live value (`service.cells.KernelView.stubs`). The header is never
+kernel's stub of its live value (`cells.session.KernelView.stubs`). The header is never
 reported (`CellDocument.place`).
 
 When the last document cannot grow into the new one (a re-run of a cell outside it, cells

@@ -3,11 +3,13 @@
 Not a second checker: a `CellSession` keeps the history (`analysis.cells.document`), builds
 the document (the cells `analysis.cells.window` chooses, after a header declaring what the
 others bound: its cost does not grow with the history), and asks `Service.check_files`
-for it as a *virtual* file (in memory only: never read from or saved to disk, never pending,
-never listed). The delta is the checker's own: the text before the cell (the last document,
-or the same cells as they were) against the document after it. What comes back is moved to
-cells (`analysis.cells.attribution`), and every cell with a problem the cell introduced gets
-its own entry, `cell [n]`: the newest first, then earlier cells it broke.
+for it as a *virtual* `FileCheck` (in memory only: never read from or saved to disk, never
+pending, never listed): text goes to the service, a `Report` comes back, and what the kernel
+knows (`KernelView`, its `Reader`) stays on this side. The delta is the checker's own: the
+text before the cell (the last document, or the same cells as they were) against the
+document after it. What comes back is moved to cells (`analysis.cells.attribution`), and
+every cell with a problem the cell introduced gets its own entry, `cell [n]`: the newest
+first, then earlier cells it broke.
 
 Which servers: every server that serves Python files, on the concatenated document. Ruff, ty
 and the pyright family also accept LSP 3.17 notebook documents, but those carry cells as the
@@ -21,14 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import shutil
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ipylsp.analysis.cells import window
 from ipylsp.analysis.cells.attribution import UNUSED_IMPORT, Kernel, by_cell
@@ -43,12 +45,13 @@ from ipylsp.analysis.cells.marks import CellMarks, marks_json
 from ipylsp.analysis.cells.neutralize import Reader, plain_reading
 from ipylsp.analysis.cells.ran import Evidence, Ran
 from ipylsp.analysis.report.selection import FormatOptions
-from ipylsp.lsp.procfs import HOST, running
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason
 from ipylsp.model.settings import WORKSPACE_MARKERS
-from ipylsp.private import NotPrivate, fresh_dir, owned_dir, seal
-from ipylsp.servers import roots
+from ipylsp.private import NotPrivate
+
+if TYPE_CHECKING:
+    from ipylsp.service import Service
 
 
 class Checks(Protocol):
@@ -63,6 +66,7 @@ class Checks(Protocol):
         cold: float | None = None,
     ) -> Report: ...
 
+
 StubWriter = Callable[[frozenset[str]], str]
 """Names the cells read but never bind -> prelude lines declaring them (the kernel's types)."""
 
@@ -76,7 +80,9 @@ class KernelView:
 
 
 class CellSession:
-    """One kernel's executed cells and their checks. Thread-safe: one check at a time."""
+    """One kernel's executed cells and their checks, held by the surface that has them (the
+    IPython extension: one per kernel; the server extension and an agent's `Toolbox`: their
+    own; `process_session` for the rest). Thread-safe: one check at a time."""
 
     def __init__(
         self,
@@ -86,15 +92,17 @@ class CellSession:
         markers: Iterable[str] = WORKSPACE_MARKERS,
         private_parent: Path | None = None,
     ) -> None:
-        """`path`: where the document says it lives (else `default_path`, decided at the
-        first check); `private_parent`: where a directory of its own is made outside a
-        workspace (ipylsp's data dir)."""
+        """`service`: who checks the document (`check_files`, nothing else); `path`: where
+        the document says it lives (else `cells_place.default_path`, decided at the first
+        check); `private_parent`: where a directory of its own is made outside a workspace
+        (ipylsp's data dir). `over` makes one as the surfaces do."""
         self._service = service
         self._path = path
         self._markers = tuple(markers)
         self._private_parent = private_parent
-        self._made: Path | None = None
-        """The directory of its own this session made (removed with it)."""
+        self._made: weakref.finalize[[Path], CellSession] | None = None
+        """Removes the directory of its own this session made: at `close`, when the session
+        is collected, or at the interpreter's exit, whichever comes first."""
         self._path_lock = threading.Lock()
         self.history = CellHistory(cap=cap)
         self._last: CellDocument | None = None
@@ -109,6 +117,25 @@ class CellSession:
         no IPython reads it."""
         self._marks = CellMarks()
         """Every cell's current problems, for the editors (read under the lock)."""
+
+    @classmethod
+    def over(cls, service: Service) -> CellSession:
+        """A session checked by `service`, as the surfaces make theirs: its document where
+        the service's `cells_dir` says (`cells_place.document_in`; else decided at the first
+        check), its history's cap, the workspace markers and the data dir from the service's
+        settings."""
+        from ipylsp.service import cells_place, data_dir
+
+        settings = service.settings
+        where = service.cells_dir
+        return cls(service, None if where is None else cells_place.document_in(where),
+                   cap=settings.cell_history, markers=settings.workspace_markers,
+                   private_parent=data_dir(settings))
+
+    @property
+    def service(self) -> Checks:
+        """Who checks the document."""
+        return self._service
 
     def attach(self, read: Reader, view: Callable[[], KernelView] | None = None) -> None:
         """The kernel's side, given by the surface that has it: how a cell is read (IPython's
@@ -195,11 +222,16 @@ class CellSession:
 
     @property
     def path(self) -> Path:
-        """Where the document says it lives (`default_path`); raises `OSError` (`NotPrivate`
-        when it is not ours) when no directory of its own can be made."""
+        """Where the document says it lives (`cells_place.default_path`); raises `OSError`
+        (`NotPrivate` when it is not ours) when no directory of its own can be made."""
         with self._path_lock:
             if self._path is None:
-                self._path, self._made = default_path(self._markers, self._private_parent)
+                from ipylsp.service import cells_place
+
+                self._path, made = cells_place.default_path(self._markers,
+                                                            self._private_parent)
+                if made is not None:
+                    self._made = weakref.finalize(self, _remove, made)
             return self._path
 
     @property
@@ -209,9 +241,10 @@ class CellSession:
         return self._last
 
     def close(self) -> None:
-        """The directory of its own made outside a workspace (`default_path`) is removed."""
+        """The directory of its own made outside a workspace (`cells_place.default_path`) is
+        removed."""
         if self._made is not None:
-            shutil.rmtree(self._made, ignore_errors=True)
+            self._made()
             self._made = None
 
     def clear(self) -> None:
@@ -280,55 +313,30 @@ def _key(cell_id: str | None, source: str) -> str:
     return f"src:{digest}"
 
 
-def _cells_parent(private_parent: Path | None) -> Path:
-    if private_parent is None:
-        from ipylsp.servers.executables import data_dir
-
-        private_parent = data_dir()
-    return private_parent / "cells"
+def _remove(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
 
 
-def document_in(directory: Path) -> Path:
-    """The path the virtual document says it has in `directory`: it is checked by the servers
-    that serve a file there (their root, their configuration, the project's imports). Nothing
-    is written there: the servers read the document from memory."""
-    return directory / f".ipylsp-cells-{os.getpid()}.py"
+_process_lock = threading.Lock()
+_process: CellSession | None = None
 
 
-def default_path(
-    markers: Iterable[str] = WORKSPACE_MARKERS, private_parent: Path | None = None
-) -> tuple[Path, Path | None]:
-    """Where the virtual document says it lives, and the directory made for it (None when
-    none was). In a workspace, the kernel's working directory, so the project's imports
-    resolve the way the kernel's do (nothing is ever written there). Elsewhere (a notebook in
-    the home directory), a fresh directory of its own in `<private_parent>/cells` (0700, an
-    unpredictable name), sealed so that servers rooted there read no configuration from its
-    parents: rooted at `~` they would index it all, and a shared temp dir would let another
-    user plant their configuration. Raises `OSError` (`NotPrivate` when `cells` is not ours)
-    when that directory cannot be made."""
-    cwd = Path(os.getcwd())
-    if roots.workspace_gate(cwd, markers, directory=cwd) is not None:
-        return document_in(cwd), None
-    parent = owned_dir(_cells_parent(private_parent))
-    _sweep(parent)
-    own = fresh_dir(parent, prefix=f"{HOST}-{os.getpid()}-")
-    try:
-        seal(own)
-    except OSError:
-        shutil.rmtree(own, ignore_errors=True)
-        raise
-    return own / "cells.py", own
+def process_session() -> CellSession:
+    """The session over the process-wide service (`get_service`), for the surfaces that hold
+    none of their own and answer for this process: the Python API's `check_cell`, an agent's
+    `lsp_check_cell` from a `Toolbox` made without a service. One at a time: a new
+    process-wide service (`reset_service`) gets a new one, the old one closed."""
+    global _process
+    from ipylsp.service import get_service
 
-
-def _sweep(parent: Path) -> None:
-    """This host's directories whose kernel is gone (a SIGKILL leaves them) are removed:
-    named `<host>-<pid>-...`, another host's live sessions are left alone."""
-    with contextlib.suppress(OSError):
-        for entry in parent.iterdir():
-            host, _, rest = entry.name.partition("-")
-            pid = rest.partition("-")[0]
-            if host == HOST and pid.isdigit() and not running(int(pid)):
-                shutil.rmtree(entry, ignore_errors=True)
+    service = get_service()
+    with _process_lock:
+        old = current = _process
+        if current is None or current.service is not service:
+            current = _process = CellSession.over(service)
+    if old is not None and old is not current:
+        old.close()
+    return current
 
 
 def _in_cells(
