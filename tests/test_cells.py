@@ -567,6 +567,12 @@ def test_each_surface_holds_its_session_and_the_process_one_follows_the_service(
         assert box.cells is box.cells is not CellSession.over(service)
         assert box.cells.service is service and box.cells.path.parent == tmp_path
         assert not hasattr(service, "cells")
+        # a broker's client session: its context's cells' directory (`ipylsp mcp --root`)
+        with Service(shares=service) as client:
+            assert client.cells_dir == tmp_path
+            assert Toolbox(client, tmp_path).cells.path.parent == tmp_path
+        with Service(shares=service, cells_dir=tmp_path / "own") as client:
+            assert client.cells_dir == tmp_path / "own"
     ipylsp._reset_service()
     try:
         first = process_session()

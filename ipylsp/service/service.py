@@ -70,10 +70,11 @@ class Service:
         directory of its own (`cells_place.default_path`). `environment`: the client's, which
         servers are found and run in (its interpreter, PATH, GOPATH...); None: this process's
         (`Environment.current`). `shares`: another service whose servers, loop and store
-        this one uses, with its settings and environment (a broker's client): this one keeps
-        its own checked files, pending problems and subscribers, and closing it stops none of
-        that service's servers."""
-        self._cells_dir = cells_dir
+        this one uses, with its settings, environment and (unless given) `cells_dir` (a
+        broker's client): this one keeps its own checked files, pending problems and
+        subscribers, and closing it stops none of that service's servers."""
+        self._cells_dir = cells_dir if cells_dir is not None or shares is None else (
+            shares.cells_dir)
         self._host = shares
         self._state: ServiceState = (
             ServiceState(settings or Settings(), environment) if shares is None
