@@ -79,6 +79,10 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
         "TMPDIR": os.environ["TMPDIR"],
         "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
         MARKER_VAR: MARKER,  # the SDK passes only a few variables on; the leftover check needs it
+        # and the run's broker switch (off: these tests are of the in-process server; the
+        # relay is tests/test_broker.py's) and runtime directory, never the user's
+        "IPYLSP_BROKER": os.environ["IPYLSP_BROKER"],
+        "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],
     }
     return Workspace(root, env, config)
 
