@@ -132,6 +132,7 @@ def owned_dir(path: str | os.PathLike[str], *, narrow: bool = True) -> Path:
     left as it is, and only refused when another user can write to it. Raises `NotPrivate`
     with what is wrong."""
     target = Path(os.path.abspath(path))
+    _links_are_ours(target)
     missing: list[Path] = []
     current = target
     while not os.path.lexists(current) and current.parent != current:
@@ -151,6 +152,28 @@ def owned_dir(path: str | os.PathLike[str], *, narrow: bool = True) -> Path:
             os.mkdir(directory, 0o700)
         _check(directory, narrow=True)
     return target
+
+
+def _links_are_ours(path: Path) -> None:
+    """Every symbolic link on the way to `path`, as written, is this user's (or root's), in a
+    directory no other user can change: another user's link, which they may point elsewhere at
+    any time, is never followed (`NotPrivate`)."""
+    for step in [path, *path.parents]:
+        try:
+            info = os.lstat(step)
+        except OSError:
+            continue
+        if not stat.S_ISLNK(info.st_mode):
+            continue
+        if info.st_uid not in (0, _me()):
+            raise NotPrivate(
+                f"{step} is a symbolic link of another user's (uid {info.st_uid}), who may "
+                f"point it elsewhere at any time; choose a path without it")
+        exposed = _swappable(step.parent)
+        if exposed is not None:
+            raise NotPrivate(
+                f"another user can write to {exposed}, so they could replace the link {step}; "
+                f"choose a path without it")
 
 
 def fresh_dir(parent: str | os.PathLike[str], prefix: str) -> Path:

@@ -808,9 +808,7 @@ def test_a_runtime_directory_that_is_not_ours_alone_is_not_used(
 @real
 @pytest.mark.parametrize("planted", [
     "their directory", "a world-writable data directory", "a symbolic link", "their socket",
-    pytest.param("their symbolic link", marks=pytest.mark.xfail(strict=True, reason=(
-        "private.owned_dir checks the resolved path only: a link another user owns in a "
-        "shared directory, which they may re-point at any time, is followed and adopted"))),
+    "their symbolic link",
 ])
 def test_a_place_another_user_made_or_could_swap_is_refused(
     site: Site, planted: str,
