@@ -276,15 +276,18 @@ def _defaults_only(args: argparse.Namespace) -> bool:
     config dirs are kept in the broker's private directory, when there is one.)"""
     from pathlib import Path
 
+    from ipylsp.broker.client import wanted
     from ipylsp.broker.place import place
     from ipylsp.settings_files import config_files
 
     if args.config is not None or args.data_dir is not None:
         return False
-    try:
-        cache: Path | None = Path(place(_default_data_dir).directory)
-    except OSError:
-        cache = None
+    cache: Path | None = None
+    if wanted(None):  # with the broker off, nothing is made for it
+        try:
+            cache = Path(place(_default_data_dir).directory)
+        except OSError:
+            cache = None
     return not config_files(cache)
 
 

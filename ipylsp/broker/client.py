@@ -138,18 +138,31 @@ class Broker:
             if not start:
                 raise BrokerUnavailable("none runs")
             found = _start(where, deadline, _idle(settings))
-        sock, secret = found
-        broker = cls(where, secret, hello, 0)
-        broker._restart = start
-        broker._idle_s = _idle(settings)
-        try:
-            answer = broker._hello_on(sock, min(deadline, time.monotonic() + HELLO_WITHIN))
-        except BaseException:
-            sock.close()
-            raise
-        broker.pid = int(answer.get("pid") or 0)
-        broker._idle.append(sock)
-        return broker
+        for attempt in (1, 2):
+            sock, secret = found
+            broker = cls(where, secret, hello, 0)
+            broker._restart = start
+            broker._idle_s = _idle(settings)
+            try:
+                answer = broker._hello_on(sock, min(deadline, time.monotonic() + HELLO_WITHIN))
+            except BrokerSilent:
+                sock.close()
+                raise
+            except BrokerUnavailable:
+                sock.close()
+                if not start or attempt == 2:
+                    raise
+                # It closed the connection unanswered: it was ending (idle, or stopped). A new
+                # one is started under the lock, or the one another client started is used.
+                found = _start(where, deadline, _idle(settings))
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            broker.pid = int(answer.get("pid") or 0)
+            broker._idle.append(sock)
+            return broker
+        raise AssertionError("unreachable")
 
     def call(self, name: str, args: dict[str, Any], *, timeout: float) -> Any:
         """One call's answer (its wire form), within `timeout` seconds;

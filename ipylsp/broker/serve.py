@@ -273,7 +273,7 @@ class Broker:
         for context in contexts:
             for row in context.service.status():
                 servers.append({**row.to_json(), "context": context.key,
-                                "rss_kb": _rss_kb(row.pid) if row.pid else None})
+                                "rss_kb": _tree_rss_kb(row.pid) if row.pid else None})
         return {"pid": os.getpid(), "build": self.place.build, "started": self.started,
                 "rss_kb": _rss_kb(os.getpid()), "idle_after": self.idle,
                 "clients": clients, "contexts": len(contexts), "servers": servers}
@@ -296,6 +296,16 @@ def _verdict(service: Service, args: dict[str, Any]) -> Verdict:
 
 def _error(kind: str, message: str) -> dict[str, Any]:
     return {"error": {"kind": kind, "message": message}}
+
+
+def _tree_rss_kb(pid: int) -> int | None:
+    """The resident memory of a server and its descendants (basedpyright's node runs below
+    its launcher), in KiB."""
+    from ipylsp.service import descendants
+
+    sizes = [_rss_kb(p) for p in [pid, *descendants(pid)]]
+    known = [size for size in sizes if size is not None]
+    return sum(known) if known else None
 
 
 def _rss_kb(pid: int) -> int | None:

@@ -14,9 +14,9 @@ lives with the kernel (`ipylsp/cells/`) and sends their document here as a virtu
 Names load on first use: a thin client (the CLI's `status`) imports only what it touches.
 Besides the service's own, it exports what the surfaces need of servers as data and on disk
 (`data_dir`, `languages`, `registry`, `regular_file`, `workspace_gate`, `InstallResult`,
-`cells_place`: where the cells' document says it lives): a surface imports nothing of
-`servers/`, `store/` or `lsp/` but the features' vocabulary (`lsp.requests`), whose values its
-tables name.
+`cells_place`: where the cells' document says it lives; `descendants`: a process's tree): a
+surface imports nothing of `servers/`, `store/` or `lsp/` but the features' vocabulary
+(`lsp.requests`), whose values its tables name.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import importlib
 
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads it
+    from ipylsp.lsp.procfs import descendants as descendants
     from ipylsp.servers import cells_place as cells_place
     from ipylsp.servers import languages as languages
     from ipylsp.servers import registry as registry
@@ -60,7 +61,7 @@ _EXPORTS = {
     "data_dir": "ipylsp.servers.executables", "InstallResult": "ipylsp.servers.installers",
     "languages": "ipylsp.servers", "registry": "ipylsp.servers",
     "regular_file": "ipylsp.servers", "workspace_gate": "ipylsp.servers.roots",
-    "cells_place": "ipylsp.servers",
+    "cells_place": "ipylsp.servers", "descendants": "ipylsp.lsp.procfs",
 }
 """Each exported name, and the room that defines it (a whole module name: a module of the
 layers below; `tests/test_layers.py` checks that the `TYPE_CHECKING` imports above say the
