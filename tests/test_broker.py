@@ -1188,3 +1188,26 @@ def test_status_file_check_and_environment_round_trip() -> None:
 def test_malformed_data_is_a_value_error(kind: Any, data: Any) -> None:
     with pytest.raises(ValueError):
         from_wire(kind, data)
+
+
+def test_a_starting_broker_sweeps_old_builds_secrets_and_logs_but_no_lock(
+    tmp_path: Path,
+) -> None:
+    """Each upgrade or edit is a build with files of its own: a broker that starts removes
+    another build's secret and log once a week old, unless that build's broker runs (its socket
+    is there); locks stay, and so do its own files and what is newer."""
+    from ipylsp.broker.place import Place
+    from ipylsp.broker.serve import OLD_BUILDS_AFTER, _sweep
+
+    here = Place(tmp_path, "0.1.0-new")
+    old = time.time() - OLD_BUILDS_AFTER - 60
+    names = ["broker-0.1.0-gone.key", "broker-0.1.0-gone.log", "broker-0.1.0-gone.lock",
+             "broker-0.1.0-live.key", "broker-0.1.0-live.log", "broker-0.1.0-live.sock",
+             "broker-0.1.0-new.key", "broker-0.1.0-new.log", "other.txt"]
+    for name in names:
+        (tmp_path / name).write_text("x")
+        os.utime(tmp_path / name, (old, old))
+    (tmp_path / "broker-0.1.0-recent.log").write_text("x")
+    _sweep(here)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {*names, "broker-0.1.0-recent.log"} - {"broker-0.1.0-gone.key", "broker-0.1.0-gone.log"})

@@ -356,6 +356,7 @@ def run(where: Place, idle: float, ready_fd: int | None) -> int:
 
     del Toolbox, Service
 
+    _sweep(where)
     secret = _write_secret(where)
     listener = _bind(where)
     bound = os.stat(where.socket).st_ino
@@ -389,12 +390,42 @@ def run(where: Place, idle: float, ready_fd: int | None) -> int:
             threading.Thread(target=broker.serve_connection, args=(conn,),
                              name="ipylsp-broker-client", daemon=True).start()
     finally:
-        with contextlib.suppress(OSError):  # only our own socket: a newer broker's stays
+        with contextlib.suppress(OSError):  # only our own: a newer broker's stay
             if os.stat(where.socket).st_ino == bound:
+                # the secret first: while the socket is there, no new broker can start
+                if _read(where.secret) == secret:
+                    os.unlink(where.secret)
                 os.unlink(where.socket)
         listener.close()
         broker.close()
     return 0
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="ascii", errors="replace") as file:
+        return file.read().strip()
+
+
+OLD_BUILDS_AFTER = 7 * 86400.0
+"""Seconds after which another build's secret and log, with no broker of that build running,
+are removed when a broker starts (each upgrade or edit is a build)."""
+
+
+def _sweep(where: Place) -> None:
+    """Other builds' secrets and logs, long unused, whose broker no longer runs. Their locks
+    stay: a client of that build may be starting one under it."""
+    now = time.time()
+    with contextlib.suppress(OSError), os.scandir(where.directory) as entries:
+        for entry in entries:
+            name = entry.name
+            if not (name.startswith("broker-") and name.endswith((".key", ".log"))):
+                continue
+            build = name[len("broker-"):-len(".key")]
+            if build == where.build or os.path.lexists(Place(where.directory, build).socket):
+                continue
+            with contextlib.suppress(OSError):
+                if now - entry.stat(follow_symlinks=False).st_mtime > OLD_BUILDS_AFTER:
+                    os.unlink(entry.path)
 
 
 def main(argv: list[str] | None = None) -> int:
