@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ipylsp.model.verdict import EXIT_CLEAN, EXIT_FAILURE, EXIT_PROBLEMS
+
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
     import argparse
@@ -17,15 +19,12 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, TextIO, TypeAlias
 
-    from ipylsp.analysis.report import FormatOptions
     from ipylsp.broker.client import RelayedTools
-    from ipylsp.model.diagnostics import Report
     from ipylsp.model.server_spec import ServerSpec
     from ipylsp.model.settings import Settings
     from ipylsp.model.verdict import Verdict
     from ipylsp.service import InstallProgress, InstallResult
 
-EXIT_CLEAN, EXIT_PROBLEMS, EXIT_FAILURE = 0, 1, 2
 EXIT_CLOSED_PIPE = 141
 """128 + SIGPIPE: what a shell shows for a tool that SIGPIPE ended (`yes | head -1`)."""
 
@@ -200,6 +199,9 @@ def _quick(argv: Sequence[str] | None, out: TextIO) -> int | None:
         return check(sys.argv[1:] if argv is None else argv, out)
     except BrokenPipeError:
         raise
+    except KeyboardInterrupt:
+        print("ipylsp: interrupted", file=sys.stderr)
+        return EXIT_FAILURE
     except Exception as exc:  # the full path answers, with its own messages
         from ipylsp.broker.client import BrokerSilent
 
@@ -228,13 +230,14 @@ def _main(argv: Sequence[str] | None, out: TextIO, *, broker: bool = True) -> in
     """The command `argv` names; `broker` False: `check` runs in-process, saying nothing."""
     args = _parser(argv).parse_args(argv)
     try:
-        if args.command == "check" and _defaults_only(args):
-            return _check(None, out, args, broker=broker)
-        settings = _settings(args)
+        defaults = args.command == "check" and _defaults_only(args)
+        settings = None if defaults else _settings(args)
     except ValueError as exc:  # traitlets validation and unreadable config files
         print(f"ipylsp: bad configuration: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     try:
+        if settings is None:  # `check` with the defaults: no settings read
+            return _check(None, out, args, broker=broker)
         if args.command == "status":
             return _status(settings, out)
         if args.command == "list":
@@ -405,20 +408,6 @@ CLI_MORE_HINT = "check fewer files at a time"
 """How a cut text report gets the rest from the CLI (the notebook says `%lsp pending`)."""
 
 
-def _print_report(report: Report, options: FormatOptions, out: TextIO, *, as_json: bool) -> None:
-    """A report as `--json` (schema ipylsp.diagnostics/2) or as its text block (none: clean)."""
-    from ipylsp.analysis import report as fmt
-
-    if as_json:
-        import json
-
-        print(json.dumps(fmt.to_json(report, options), indent=2, ensure_ascii=False), file=out)
-        return
-    text = fmt.format_text(report, options)
-    if text:
-        print(text, file=out)
-
-
 def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     """`ipylsp diagnostics [PATH]`: the store's answers; no server starts."""
     from pathlib import Path
@@ -437,10 +426,13 @@ def _stored(settings: Settings, out: TextIO, args: argparse.Namespace) -> int:
     if problem:  # configured but unreadable: not "clean"
         print(f"ipylsp diagnostics: the store cannot be read: {problem}", file=sys.stderr)
         return EXIT_FAILURE
+    from ipylsp.analysis.report.verdict import rendered, shows_problems
+
     options = fmt.FormatOptions.from_settings(settings, more_hint="")
-    _print_report(report, options, out, as_json=args.json)
-    views = fmt.select(report, options)
-    return EXIT_PROBLEMS if any(v.shown or v.omitted for v in views) else EXIT_CLEAN
+    text = rendered(report, options, as_json=args.json)
+    if text:
+        print(text, file=out)
+    return EXIT_PROBLEMS if shows_problems(report, options) else EXIT_CLEAN
 
 
 def _cache(settings: Settings, out: TextIO, action: str) -> int:

@@ -595,6 +595,7 @@ def _hello(site: Site, *, secret: str | None = None, build: str | None = None,
     return {"call": "hello", "args": {
         "secret": secret, "build": build or sock.name[len("broker-"):-len(".sock")],
         "pid": os.getpid(), "session": os.urandom(8).hex(), "settings": None,
+        "mounts": os.readlink("/proc/self/ns/mnt"),
         "environment": {"executable": sys.executable, "prefix": sys.prefix,
                         "variables": [["PATH", path]]},
         "cells_dir": None}}
@@ -1045,7 +1046,7 @@ def test_the_thin_clis_file_dicts_are_file_checks_wire_form(
         assert cli.main(argv) == 0
     # the thin path, with a broker of this build as it finds one
     monkeypatch.delenv("IPYLSP_BROKER")
-    monkeypatch.setattr(quick.place, "existing", lambda: Place(str(tmp_path), "build"))
+    monkeypatch.setattr(quick.place, "existing", lambda *a: Place(str(tmp_path), "build"))
     monkeypatch.setattr(quick, "known_none", lambda directory: True)
     monkeypatch.setattr(client.Broker, "attach", staticmethod(lambda *a, **k: Broker()))
     for argv in calls:

@@ -17,7 +17,9 @@ def test_it_shares_the_full_paths_defaults() -> None:
     check = cli._parser(["check"]).parse_args(["check", "x.py"])
     assert check.timeout == quick.DEFAULT_TIMEOUT
     assert quick.MORE_HINT == cli.CLI_MORE_HINT
-    assert quick.SEVERITIES == ("error", "warning", "all")
+    [severity] = [a for a in cli._parser(["check"])._subparsers._group_actions[0]
+                  .choices["check"]._actions if a.dest == "severity"]
+    assert tuple(severity.choices) == quick.SEVERITIES
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
@@ -59,5 +61,25 @@ def test_it_answers_nothing_without_a_broker_of_this_build(
 
 
 def test_the_broker_switch_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off, it looks for no broker at all (a place that would answer is never asked)."""
+    asked: list[object] = []
+    monkeypatch.setattr(quick.place, "existing", lambda *a, **k: asked.append(a))
     monkeypatch.setenv("IPYLSP_BROKER", "0")
     assert quick.check(["check", sys.argv[0]], io.StringIO()) is None
+    assert asked == []
+    monkeypatch.setenv("IPYLSP_BROKER", "1")
+    assert quick.check(["check", sys.argv[0]], io.StringIO()) is None
+    assert asked == [(quick.place.default_data,)]
+
+
+@pytest.mark.parametrize("xdg", [None, "", "  ", "/somewhere/data"])
+def test_its_data_directory_is_the_default_settings_one(
+        xdg: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ipylsp.broker.place import default_data
+    from ipylsp.service import data_dir
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_DATA_HOME", xdg)
+    assert default_data() == str(data_dir(None))

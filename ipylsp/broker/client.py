@@ -23,10 +23,11 @@ import sys
 import time
 
 from ipylsp.broker import frames
-from ipylsp.broker.place import Place, place
+from ipylsp.broker.place import Place, existing, place
 
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -129,6 +130,7 @@ class Broker:
 
             wire = to_wire(settings)
         hello = {"build": where.build, "pid": os.getpid(), "session": os.urandom(8).hex(),
+                 "mounts": mount_namespace(),
                  "settings": wire,
                  "environment": {"executable": sys.executable, "prefix": sys.prefix,
                                  "variables": sorted(os.environ.items())},
@@ -287,6 +289,15 @@ class Broker:
         if not isinstance(value, dict):
             raise BrokerUnavailable("the broker's hello is not an object")
         return value
+
+
+def mount_namespace() -> str:
+    """This process's mount namespace (`mnt:[4026531841]`; "" where /proc does not say): a
+    broker serves only clients that see the same files."""
+    try:
+        return os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return ""
 
 
 def _result(answer: dict[str, Any]) -> Any:
@@ -467,11 +478,24 @@ def _last_line(path: str) -> str:
 
 
 
+_THIS_BROKER: list[Callable[[], dict[str, Any]]] = []
+"""In the broker's own process: its status (`serve` puts it here), so that a status asked in
+it (a relayed `lsp_status`) does not connect to itself."""
+
+
 def running(settings: Settings | None, *, budget: float = 2.0) -> dict[str, Any] | None:
-    """The status of this build's broker (`Broker.status`), or None when none runs or it does
-    not answer within `budget`; asking never starts one."""
+    """The status of this build's broker (`Broker.status`), or None when none runs, it does
+    not answer within `budget`, or the broker is turned off (`wanted`); asking never starts
+    one, nor makes its place."""
+    if _THIS_BROKER:
+        return _THIS_BROKER[0]()
+    if not wanted(settings):
+        return None
+    where = existing(lambda: _data_dir(settings))
+    if where is None:
+        return None
     try:
-        with Broker.attach(settings, budget=budget, start=False) as broker:
+        with Broker.attach(settings, budget=budget, start=False, where=where) as broker:
             return broker.status(timeout=budget)
     except (BrokerUnavailable, BrokerError):
         return None

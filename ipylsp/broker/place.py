@@ -106,14 +106,27 @@ def _private(info: os.stat_result) -> bool:
             and not info.st_mode & 0o077)
 
 
-def existing(build: str | None = None) -> Place | None:
-    """This build's place under the private runtime directory when it exists and is private
-    (nothing is made); None otherwise: `place` then makes or checks it. For the thin path to a
-    running broker: what connects there still checks the broker is this user's."""
+def default_data() -> str:
+    """`servers.executables.data_dir()` with the default settings, as platformdirs makes it on
+    Linux (`$XDG_DATA_HOME/ipylsp`, else `~/.local/share/ipylsp`), without importing it
+    (tests/test_quick_check.py holds the two equal)."""
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.expanduser("~/.local/share")
+    return os.path.join(base, "ipylsp")
+
+
+def existing(data: Callable[[], str | os.PathLike[str]] | None = None,
+             build: str | None = None) -> Place | None:
+    """This build's place when it exists and is private (nothing is made): under the private
+    runtime directory, else under the data directory `data()` gives (None: not looked for);
+    None otherwise: `place` then makes or checks it. For the thin path to a running broker and
+    status questions: what connects there still checks the broker is this user's."""
     runtime = _runtime_dir()
-    if runtime is None:
+    if runtime is not None:
+        directory = os.path.join(runtime, "ipylsp")
+    elif data is not None:
+        directory = os.path.join(data(), "run")
+    else:
         return None
-    directory = os.path.join(runtime, "ipylsp")
     try:
         if not _private(os.lstat(directory)):
             return None

@@ -72,7 +72,7 @@ def check(argv: Sequence[str], out: TextIO) -> int | None:
     args = _plain(argv)
     if args is None:
         return None
-    where = place.existing()
+    where = place.existing(place.default_data)
     if where is None or not known_none(where.directory):
         return None
     paths: list[str] = args["paths"]

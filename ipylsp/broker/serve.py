@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker import frames
-from ipylsp.broker.client import READY
+from ipylsp.broker.client import _THIS_BROKER, READY, mount_namespace
 from ipylsp.broker.place import Place, build_id
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.environment import Environment
@@ -51,6 +51,9 @@ log = logging.getLogger("ipylsp.broker")
 
 HELLO_WITHIN = 5.0
 """Seconds a new connection has to say hello."""
+MOUNTS = mount_namespace()
+"""The broker's view of the file systems: a client in another one (a sandbox, a container
+sharing the runtime directory) would name files the broker cannot see, or sees otherwise."""
 
 
 @dataclass
@@ -123,9 +126,13 @@ class Broker:
             if frames.peer_uid(conn) != os.geteuid():
                 return
             hello = frames.receive(conn, time.monotonic() + HELLO_WITHIN)
-            session = self._greet(conn, hello)
+            session, refusal = self._greet(hello)
             if session is None:
+                frames.send(conn, refusal)
                 return
+            # counted before the answer goes out: a client gone meanwhile leaves (`finally`)
+            frames.send(conn, {"ok": {"pid": os.getpid(), "context": session.context.key,
+                                      "build": self.place.build}})
             while not self.stopping.is_set():
                 try:
                     message = frames.receive(conn)
@@ -156,25 +163,23 @@ class Broker:
                     del self._sessions[key]
         session.service.close()
 
-    def _greet(self, conn: socket.socket, hello: dict[str, Any]) -> Session | None:
+    def _greet(self, hello: dict[str, Any]) -> tuple[Session | None, dict[str, Any]]:
+        """The client's session for a hello that may have one, else the refusal to send."""
         args = hello.get("args")
         if hello.get("call") != "hello" or not isinstance(args, dict):
-            frames.send(conn, _error("protocol", "the first call must be hello"))
-            return None
-        if not hmac.compare_digest(str(args.get("secret", "")), self._secret):
-            frames.send(conn, _error("denied", "wrong secret"))
-            return None
+            return None, _error("protocol", "the first call must be hello")
+        given = str(args.get("secret", "")).encode("utf-8", "replace")
+        if not hmac.compare_digest(given, self._secret.encode("ascii")):
+            return None, _error("denied", "wrong secret")
         if args.get("build") != self.place.build:
-            frames.send(conn, _error("build", f"this broker is build {self.place.build}"))
-            return None
+            return None, _error("build", f"this broker is build {self.place.build}")
+        if args.get("mounts") != MOUNTS:
+            return None, _error("mounts", "the client sees other file systems (another mount "
+                                          "namespace: a sandbox, a container)")
         try:
-            session = self._session(args)
+            return self._session(args), {}
         except ValueError as exc:
-            frames.send(conn, _error("bad_context", str(exc)))
-            return None
-        frames.send(conn, {"ok": {"pid": os.getpid(), "context": session.context.key,
-                                  "build": self.place.build}})
-        return session
+            return None, _error("bad_context", str(exc))
 
     def _session(self, args: dict[str, Any]) -> Session:
         """The client's session (made at its first connection), one connection more."""
@@ -361,6 +366,7 @@ def run(where: Place, idle: float, ready_fd: int | None) -> int:
     listener = _bind(where)
     bound = os.stat(where.socket).st_ino
     broker = Broker(where, secret, idle)
+    _THIS_BROKER.append(broker.status)
 
     def on_signal(signum: int, frame: object) -> None:
         broker.stopping.set()
