@@ -329,16 +329,19 @@ class LanguageClient:
         language_id: str,
         *,
         save: bool = False,
+        in_memory: bool = False,
         deadline: float | None = None,
     ) -> int:
         """Make the server see `text` without waiting for diagnostics; returns the version.
 
+        `in_memory`: a document with no file (the notebook's cells), never matched to a disk.
         `deadline` (default: the enclosing `deadline_scope`'s) bounds the lock and the write."""
         uri = path_to_uri(path)
         with deadline_scope(deadline):
             deadline = current_deadline()
             async with self._sync.locked(uri, deadline):
-                doc = await self._sync.open_or_change(path, text, language_id)
+                doc = await self._sync.open_or_change(path, text, language_id,
+                                                      in_memory=in_memory)
                 if save:
                     await self._sync.save(doc, self.server_capabilities)
                 return doc.version
@@ -354,6 +357,7 @@ class LanguageClient:
         deadline: float,
         save: bool = False,
         fresh: bool = False,
+        in_memory: bool = False,
     ) -> tuple[int, tuple[Diagnostic, ...]]:
         """Diagnostics of `text` as the document's current version: (version, diagnostics).
 
@@ -374,12 +378,14 @@ class LanguageClient:
                 server = self._server
                 pull = bool(server.pull_identifiers)
                 if fresh and not pull and known is not None and known.text == text:
-                    doc = await self._sync.open_or_change(path, text + "\n", language_id)
+                    doc = await self._sync.open_or_change(path, text + "\n", language_id,
+                                                          in_memory=in_memory)
                     await self._waiter.items(
                         doc, doc.version, self._sync.mark(uri), deadline, self.request_timeout,
                         functools.partial(self._sync.resend, doc),
                     )
-                doc = await self._sync.open_or_change(path, text, language_id)
+                doc = await self._sync.open_or_change(path, text, language_id,
+                                                      in_memory=in_memory)
                 if save:
                     await self._sync.save(doc, self.server_capabilities)
                 items = await self._waiter.items(

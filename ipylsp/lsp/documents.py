@@ -53,6 +53,11 @@ class OpenDocument:
     """(version, the diagnostics as the server sent them) for the latest version whose
     diagnostics were read: a code action request sends them back untouched (ruff keeps its
     fix in their `data`)."""
+    in_memory: bool = False
+    """A document that exists only in memory (the notebook's cells): never matched to a disk."""
+    disk: tuple[int, int, int] | None = None
+    """(inode, size, mtime) of the file when its text was last found equal to it: unchanged,
+    the disk need not be read again to know the server sees it (`open_documents`)."""
     _index: LineIndex | None = None
     _index_text: str | None = None
 

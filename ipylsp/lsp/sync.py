@@ -68,8 +68,10 @@ class DocumentSync:
         """The push sequence number when the document's current text was sent."""
         return self._marks.get(uri, 0)
 
-    async def open_or_change(self, path: Path, text: str, language_id: str) -> OpenDocument:
-        """Make the server see `text` for `path`; a new text gets a new version."""
+    async def open_or_change(self, path: Path, text: str, language_id: str, *,
+                             in_memory: bool = False) -> OpenDocument:
+        """Make the server see `text` for `path`; a new text gets a new version. `in_memory`:
+        a document with no file (the cells), never matched to a disk."""
         uri = path_to_uri(path)
         doc = self.documents.get(uri)
         if doc is None:
@@ -85,12 +87,14 @@ class DocumentSync:
         elif doc.text != text:
             doc.version += 1
             doc.text = text
+            doc.disk = None
             self._marks[uri] = self._push_sequence()
             await self._send(
                 "textDocument/didChange",
                 {"textDocument": {"uri": uri, "version": doc.version},
                  "contentChanges": [{"text": text}]},
             )
+        doc.in_memory = in_memory
         doc.touch()
         return doc
 

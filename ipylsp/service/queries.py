@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ipylsp.lsp import protocol
-from ipylsp.lsp.client import FILE_DELETED, ClientError, LanguageClient
+from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.requests import Feature, FeatureResult, Query
 from ipylsp.lsp.requests.locations import DEFINITION
 from ipylsp.lsp.requests.request import At, supports
@@ -31,6 +31,7 @@ from ipylsp.model.server_spec import ServerSpec
 from ipylsp.servers import languages
 from ipylsp.service.answers import Answers
 from ipylsp.service.check.before_text import FileRefused, read_text
+from ipylsp.service.check.open_documents import match_disk
 from ipylsp.service.runtime.pool import Slot
 from ipylsp.service.state import ServiceState
 
@@ -138,24 +139,9 @@ class Trip:
         return answers[0]
 
     async def _resync(self, client: LanguageClient, skip: Path) -> None:
-        """Make the documents `client` has open match the disk (an editor or `git checkout`
-        changed them behind our back): a changed text is sent, a vanished file closed and
-        announced as deleted. `skip`: the queried file, synced by the caller."""
-        gone: list[tuple[Path, int]] = []
-        for doc in client.documents:
-            if doc.path == skip:
-                continue
-            try:
-                text = self.read(doc.path)
-            except FileRefused:  # not read now (a directory, too large, unreadable)
-                continue  # leave the server's text alone
-            if text is None:
-                await client.close_document(doc.path)
-                gone.append((doc.path, FILE_DELETED))
-            elif text != doc.text:
-                await client.sync_document(doc.path, text, doc.language_id,
-                                           deadline=self.deadline)
-        await client.files_changed(gone)
+        """The documents `client` has open made the disk's text (`check.open_documents`),
+        each read once this trip. `skip`: the queried file, synced by the caller."""
+        await match_disk(client, self.read, {skip}, self.deadline)
 
     async def _ask_one(
         self, spec: ServerSpec, feature: Feature[Any, A], q: Query[Any], failures: list[Unknown]

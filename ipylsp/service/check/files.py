@@ -172,7 +172,8 @@ class Checker:
     ) -> None:
         assert plan.language_id is not None
         _, outcome.baseline = await client.diagnostics(
-            plan.path, outcome.before_text, plan.language_id, deadline=deadline
+            plan.path, outcome.before_text, plan.language_id, deadline=deadline,
+            in_memory=plan.virtual,
         )
         outcome.asked_baseline = True
 
@@ -190,7 +191,7 @@ class Checker:
         try:
             _, outcome.current = await client.diagnostics(
                 plan.path, plan.new_text, plan.language_id, deadline=deadline,
-                save=save and not (plan.preflight or plan.virtual),
+                save=save and not (plan.preflight or plan.virtual), in_memory=plan.virtual,
             )
         finally:
             if plan.preflight and not plan.virtual:  # a file's text on disk, back in place

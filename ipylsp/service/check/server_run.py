@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from ipylsp.lsp.client import ClientError, LanguageClient
 from ipylsp.lsp.jsonrpc import deadline_scope
 from ipylsp.model.diagnostics import Unknown, UnknownReason
+from ipylsp.service.check.before_text import read_text
 from ipylsp.service.check.files import Checker, FilePlan, ServerOutcome
+from ipylsp.service.check.open_documents import match_disk
 from ipylsp.service.runtime.pool import Slot
 from ipylsp.service.runtime.resolver import BatchLookups
 
@@ -163,6 +165,11 @@ async def _ask_all(
     cap = checker.state.settings.max_open_documents
     client.max_open_documents = max(client.max_open_documents, cap + len(jobs))
     try:
+        # what else it has open is the disk's text first (another process, an editor, an
+        # earlier preflight changed it): its answers about these files depend on them
+        limit = checker.state.settings.max_file_bytes
+        await match_disk(client, lambda path: read_text(path, limit),
+                         {j.plan.path for j in run.jobs}, deadline)
         await _each([j for j in jobs if j.baseline], baseline, gate, run, final=False)
         rest = [j for j in jobs if not (j.done or j.cancelled or j.retry)]
         for job in rest:
@@ -173,7 +180,7 @@ async def _ask_all(
             try:
                 await client.sync_document(
                     plan.path, plan.new_text, plan.language_id,
-                    save=not (plan.preflight or plan.virtual),
+                    save=not (plan.preflight or plan.virtual), in_memory=plan.virtual,
                     deadline=deadline,
                 )
                 job.synced = True
