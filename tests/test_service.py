@@ -289,6 +289,15 @@ def test_missing_server_gives_the_hint_once_then_a_short_line(
     assert first.reason is UnknownReason.NOT_INSTALLED
     assert "install it from the fake store" in first.hint
     assert second.reason is UnknownReason.NOT_INSTALLED and second.hint == ""
+    # a client of the same servers (a broker's) is told as a process of its own would be
+    client = Service(shares=service)
+    try:
+        told = client.check(path).files[0].unknown[0]
+        assert "install it from the fake store" in told.hint
+        assert client.check(path).files[0].unknown[0].hint == ""
+        assert service.check(path).files[0].unknown[0].hint == ""
+    finally:
+        client.close()
 
 
 @pytest.mark.real

@@ -15,7 +15,7 @@ from ipylsp.model.settings import Settings
 from ipylsp.service.answers import Answers, store_file
 from ipylsp.service.check.known_files import KnownFiles
 from ipylsp.service.runtime.pool import ClientPool
-from ipylsp.service.runtime.resolver import Resolver
+from ipylsp.service.runtime.resolver import Notices, Resolver
 
 
 class ServiceState:
@@ -29,6 +29,8 @@ class ServiceState:
         self.pool = ClientPool(settings, self.environment)
         self.resolver = Resolver(settings, self.pool, self.environment)
         self.known = KnownFiles()
+        self.notices = Notices()
+        """What this client was told already (fix hints said once)."""
         self.answers = Answers(settings)
         """The store, as a cache of servers' answers (its `store` is None when off)."""
 
@@ -42,6 +44,7 @@ class ServiceState:
         view.environment = self.environment
         view.pool, view.resolver, view.answers = self.pool, self.resolver, self.answers
         view.known = KnownFiles()
+        view.notices = Notices()
         return view
 
     @property

@@ -61,7 +61,7 @@ class ServerControl:
         loop = self._loop()
         if loop is None:
             return 0
-        self._state.resolver.forget_reported()
+        self._state.notices.forget()
         count = loop.run(self._state.pool.restart(server_id), 30.0)
         self._publish(None)
         return count

@@ -277,7 +277,7 @@ def _lift(checker: Checker, plans: list[FilePlan], result: BatchResult) -> froze
             first.hint,
         )
         where = checker.state.resolver.shown_root(files[0].path) or files[0].path.parent
-        result.unknown.append(checker.state.resolver.once(line, where))
+        result.unknown.append(checker.state.notices.once(line, where))
         lifted.add(server_id)
     return frozenset(lifted)
 

@@ -223,8 +223,8 @@ class Checker:
             lifted = frozenset()
         said = [o for o in outcomes if not (o.cut or o.spec.id in lifted)]
         where = shown_root or plan.path.parent
-        resolver = self.state.resolver
-        unknown = tuple(resolver.once(o.unknown, where) for o in said if o.unknown is not None)
+        notices = self.state.notices
+        unknown = tuple(notices.once(o.unknown, where) for o in said if o.unknown is not None)
         if not plan.preflight:
             self._roll_forward(plan.path, plan.new_text, outcomes, plan.known, plan.virtual)
         if not plan.virtual:

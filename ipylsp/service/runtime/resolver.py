@@ -47,7 +47,6 @@ class Resolver:
         self.settings = settings
         self.pool = pool
         self.environment = environment
-        self._reported_unknown: set[tuple[str, Path, UnknownReason, str]] = set()
         self._auto = AutoInstaller()
 
     @property
@@ -206,20 +205,6 @@ class Resolver:
         """Why a server cannot answer, with its hint; `once` decides whether the hint is said."""
         return Unknown(spec.id, reason, detail, hint)
 
-    def once(self, unknown: Unknown, root: Path) -> Unknown:
-        """In full the first time a report shows it for a (server, workspace, reason, hint);
-        without the hint after that (another hint, such as an exclusion's other fix, is said
-        once too). Decided when a report is made, not when the unknown is: an answer
-        that arrives late (a background retry finding the server broken) is shown to nobody,
-        and must not use up the notice the next check owes the user."""
-        key = (unknown.server_id, root, unknown.reason, unknown.hint)
-        if key in self._reported_unknown:
-            return replace(unknown, hint="")
-        self._reported_unknown.add(key)
-        return unknown
-
-    def forget_reported(self) -> None:
-        self._reported_unknown.clear()
 
     def close(self) -> None:
         """Drop queued automatic installs (one already running finishes in its thread)."""
@@ -331,3 +316,28 @@ def plain_spec(spec: ServerSpec) -> ServerSpec:
         ),
         settings=python_env.deep_merge(spec.settings, settings) if settings else spec.settings,
     )
+
+
+class Notices:
+    """What one client was already told: a fix hint (install it, trust the root, an
+    exclusion's other fix) is said in full the first time one of its reports shows it, for a
+    (server, workspace, reason, hint), and without the hint after that. Per client: each of a
+    broker's clients is told as a process of its own would be."""
+
+    def __init__(self) -> None:
+        self._said: set[tuple[str, Path, UnknownReason, str]] = set()
+
+    def once(self, unknown: Unknown, root: Path) -> Unknown:
+        """`unknown` in full the first time, without its hint after that (another hint is
+        said once too). Decided when a report is made, not when the unknown is: an answer that
+        arrives late (a background retry finding the server broken) is shown to nobody, and
+        must not use up the notice the next check owes the user."""
+        key = (unknown.server_id, root, unknown.reason, unknown.hint)
+        if key in self._said:
+            return replace(unknown, hint="")
+        self._said.add(key)
+        return unknown
+
+    def forget(self) -> None:
+        """Say every hint again (`restart`)."""
+        self._said.clear()
