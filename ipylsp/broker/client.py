@@ -382,7 +382,7 @@ def _start(where: Place, deadline: float, idle: float | None) -> tuple[socket.so
         found = _existing(where, deadline)
         if found is not None:
             return found
-        _spawn(where, deadline, idle)
+        _spawn(where, deadline, idle, lock)
         found = _existing(where, deadline)
         if found is None:
             raise BrokerUnavailable("the broker started but does not listen")
@@ -406,9 +406,11 @@ def _lock(fd: int, deadline: float) -> None:
             pause = min(pause * 2, 0.1)
 
 
-def _spawn(where: Place, deadline: float, idle: float | None) -> None:
+def _spawn(where: Place, deadline: float, idle: float | None, lock: int) -> None:
     """Start the broker in a session of its own, with this interpreter and this package (its
-    directory first on `PYTHONPATH`), and wait for its ready line."""
+    directory first on `PYTHONPATH`), and wait for its ready line. It inherits the start lock
+    (`lock`) and holds it until it listens: a client that gives up waiting meanwhile does not
+    let the next one start a second broker over it."""
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.realpath(__file__))))
     env = dict(os.environ)
@@ -428,8 +430,9 @@ def _spawn(where: Place, deadline: float, idle: float | None) -> None:
         process = subprocess.Popen(
             [sys.executable, "-m", "ipylsp.broker", "--ready-fd", str(ready_write),
              "--directory", os.fspath(where.directory), "--build", where.build,
+             "--lock-fd", str(lock),
              *(() if idle is None else ("--idle", repr(float(idle))))],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(ready_write,),
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(ready_write, lock),
             start_new_session=True, env=env, cwd="/",
         )
     except OSError as exc:

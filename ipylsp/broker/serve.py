@@ -353,7 +353,10 @@ def _bind(where: Place) -> socket.socket:
     return listener
 
 
-def run(where: Place, idle: float, ready_fd: int | None) -> int:
+def run(where: Place, idle: float, ready_fd: int | None, lock_fd: int | None = None) -> int:
+    """Serve until the end (see the module doc). `lock_fd`: the start lock the starting
+    client holds, inherited: released once this broker listens (a dead broker's socket is
+    replaced only under it)."""
     # Imported before it says it is ready: a hello (a new context is a new Service) is then
     # answered in milliseconds, within the client's `HELLO_WITHIN`, however loaded the machine.
     from ipylsp.agent.toolbox import Toolbox
@@ -373,6 +376,8 @@ def run(where: Place, idle: float, ready_fd: int | None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if lock_fd is not None:
+        os.close(lock_fd)
     if ready_fd is not None:
         os.write(ready_fd, READY)
         os.close(ready_fd)
@@ -437,6 +442,7 @@ def _sweep(where: Place) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ipylsp.broker")
     parser.add_argument("--ready-fd", type=int, default=None)
+    parser.add_argument("--lock-fd", type=int, default=None)
     parser.add_argument("--directory", type=Path, required=True)
     parser.add_argument("--build", default=None)
     parser.add_argument("--idle", type=float, default=None)
@@ -449,5 +455,5 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     where = Place(owned_dir(args.directory), build)
     idle = args.idle if args.idle is not None else Settings().broker_idle
-    return run(where, idle, args.ready_fd)
+    return run(where, idle, args.ready_fd, args.lock_fd)
 
