@@ -142,6 +142,10 @@ def test_the_clients_path_finds_a_server_the_processs_does_not(
         assert with_client.which("marksman").command == (str(found), *spec.command[1:])
         assert without.which("marksman").command is None
         assert "marksman" in [r.server_id for r in with_client.servers(installed_only=True).rows]
+        # without one, the process's own, read at each use: a kernel's `%env PATH=...`
+        monkeypatch.setenv("PATH", str(tmp_path / "client-bin"))
+        executables.invalidate()
+        assert without.which("marksman").command == (str(found), *spec.command[1:])
     finally:
         with_client.close()
         without.close()

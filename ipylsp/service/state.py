@@ -20,12 +20,15 @@ from ipylsp.service.runtime.resolver import Notices, Resolver
 
 class ServiceState:
     def __init__(self, settings: Settings, environment: Environment | None = None) -> None:
-        """`environment`: the client's (None: this process's, `Environment.current`)."""
+        """`environment`: the client's (a broker's client); None: this process's, read at each
+        use (a kernel's `%env PATH=...` reaches the next server it starts, as before there was
+        a value for it)."""
         self.owner = True
         """Owns its pool, resolver and store (False: `sharing` made it, another closes them)."""
         self._settings = settings
-        self.environment = environment or Environment.current()
-        """Fixed for the service's life: a pool slot is keyed by (server, root) alone."""
+        self.environment = environment
+        """A given one is fixed for the service's life: a pool slot is keyed by (server, root)
+        alone (a broker keys its services by the environment)."""
         self.pool = ClientPool(settings, self.environment)
         self.resolver = Resolver(settings, self.pool, self.environment)
         self.known = KnownFiles()
