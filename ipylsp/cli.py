@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, TextIO, TypeAlias
 
+    from ipylsp.agent.result import ToolCaller
     from ipylsp.broker.client import RelayedTools
     from ipylsp.model.server_spec import ServerSpec
     from ipylsp.model.settings import Settings
@@ -594,6 +595,7 @@ def _relayed_tools(settings: Settings, root: Path) -> RelayedTools | None:
     """The broker's tools for `root` (the broker started if need be); None, said once on
     stderr, when there is no broker to be had: the tools run in this process."""
     from ipylsp.broker.client import (
+        ANSWER_MARGIN,
         START_BUDGET,
         Broker,
         BrokerError,
@@ -609,8 +611,14 @@ def _relayed_tools(settings: Settings, root: Path) -> RelayedTools | None:
     except (BrokerUnavailable, BrokerError) as exc:
         print(f"ipylsp mcp: no broker ({exc}); serving in-process", file=sys.stderr)
         return None
+    def local() -> ToolCaller:
+        from ipylsp.agent.toolbox import Toolbox
+        from ipylsp.service import Service
+
+        return Toolbox(Service(settings, cells_dir=root), root)  # closed at exit (cleanup)
+
     return RelayedTools(broker, root, max_chars=settings.max_answer_chars,
-                        timeout=2 * settings.wait_budget + START_BUDGET)
+                        timeout=settings.wait_budget + ANSWER_MARGIN, local=local)
 
 
 if __name__ == "__main__":

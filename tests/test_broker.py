@@ -1212,3 +1212,52 @@ def test_a_starting_broker_sweeps_old_builds_secrets_and_logs_but_no_lock(
     _sweep(here)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         {*names, "broker-0.1.0-recent.log"} - {"broker-0.1.0-gone.key", "broker-0.1.0-gone.log"})
+
+
+def test_relayed_tools_answer_in_process_once_no_broker_can_be_had(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A broker that is gone and cannot be started again (its directory removed at logout,
+    a newer build installed): this call and every later one are answered by the process's
+    own tools, said once; a call the broker took and never answered fails (its budget is
+    spent), and the next is answered here."""
+    from ipylsp.agent.result import ToolResult
+    from ipylsp.broker import client
+
+    class Gone:
+        def __init__(self, error: Exception) -> None:
+            self.error, self.calls = error, 0
+
+        def tool(self, *args: object, **kwargs: object) -> dict[str, Any]:
+            self.calls += 1
+            raise self.error
+
+    class Local:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult:
+            self.calls.append(name)
+            return ToolResult(ok=True, text=f"local {name}")
+
+    made: list[Local] = []
+
+    def local() -> Local:
+        made.append(Local())
+        return made[-1]
+
+    gone = Gone(client.BrokerUnavailable("none runs"))
+    tools = client.RelayedTools(gone, Path("/w"), max_chars=None, timeout=1.0,  # type: ignore[arg-type]
+                                local=local)
+    assert tools.call("lsp_check", {"path": "a.py"}).text == "local lsp_check"
+    assert tools.call("lsp_status").text == "local lsp_status"
+    assert (gone.calls, len(made), made[0].calls) == (1, 1, ["lsp_check", "lsp_status"])
+    assert capsys.readouterr().err.count("serving in-process") == 1
+
+    hung = Gone(client.BrokerLate("the broker did not answer within 1.0 s"))
+    tools = client.RelayedTools(hung, Path("/w"), max_chars=None, timeout=1.0,  # type: ignore[arg-type]
+                                local=local)
+    first = tools.call("lsp_check", {"path": "a.py"})
+    assert not first.ok and first.error_code == "server_unavailable"
+    assert tools.call("lsp_check", {"path": "a.py"}).text == "local lsp_check"
+    assert hung.calls == 1

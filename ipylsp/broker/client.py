@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from ipylsp.agent.result import ToolResult
+    from ipylsp.agent.result import ToolCaller, ToolResult
     from ipylsp.model.checks import FileCheck
     from ipylsp.model.diagnostics import Report
     from ipylsp.model.settings import Settings
@@ -171,10 +171,11 @@ class Broker:
         `BrokerUnavailable` when the broker could not be reached or did not answer in time,
         `BrokerError` when it answered with an error. A connection the broker closed while
         it was idle (the broker ended, or was killed) is replaced once: by a new broker,
-        started within the same deadline, when the old one is gone."""
-        deadline = time.monotonic() + timeout
+        started within `START_BUDGET` more, when the old one is gone (the call's `timeout`
+        counts from when it is sent)."""
         for attempt in (1, 2):
-            sock, reused = self._take(deadline)
+            sock, reused = self._take(time.monotonic() + START_BUDGET)
+            deadline = time.monotonic() + timeout
             try:
                 frames.send(sock, {"call": name, "args": args}, deadline)
                 answer = frames.receive(sock, deadline)
@@ -523,27 +524,39 @@ def summary(info: dict[str, Any]) -> str:
 
 class RelayedTools:
     """The broker's agent tools for one workspace, called like a `Toolbox` (`ToolCaller`):
-    one message a call. Never raises: a broker that cannot answer is a failed result that
-    says so (the next call starts a new one)."""
+    one message a call, a killed broker replaced by a new one within the call. Never raises.
+    Where no broker can be had any more (it hangs, it cannot start), the tools of this process
+    (`local`, made once, said once on stderr) answer this call and every later one, as an
+    `ipylsp mcp` without a broker does; a call the broker took and never answered is a failed
+    result (its budget is spent), and the next one is answered here."""
 
     def __init__(self, broker: Broker, root: Path, *, max_chars: int | None,
-                 timeout: float) -> None:
+                 timeout: float, local: Callable[[], ToolCaller] | None = None) -> None:
         self._broker = broker
         self._root = root
         self._max_chars = max_chars
         self._timeout = timeout
+        self._make_local = local
+        self._local: ToolCaller | None = None
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         from ipylsp.agent.errors import ToolError
         from ipylsp.agent.result import ToolResult
 
+        if self._local is not None:
+            return self._local.call(name, arguments)
         try:
             answer = self._broker.tool(name, arguments, root=self._root,
                                        max_chars=self._max_chars, timeout=self._timeout)
         except (BrokerUnavailable, BrokerError) as exc:
+            if self._make_local is not None:
+                print(f"ipylsp mcp: the broker is gone ({exc}); serving in-process",
+                      file=sys.stderr)
+                self._local = self._make_local()
+                if not isinstance(exc, BrokerLate):
+                    return self._local.call(name, arguments)
             return ToolResult.failure(ToolError(
-                "server_unavailable", f"ipylsp's broker did not answer ({exc}); retry: a new "
-                "one starts on the next call"))
+                "server_unavailable", f"ipylsp's broker did not answer ({exc}); retry"))
         data = answer.get("data")
         code = answer.get("error_code")
         return ToolResult(ok=answer.get("ok") is True, text=str(answer.get("text", "")),
