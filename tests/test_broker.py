@@ -1261,3 +1261,30 @@ def test_relayed_tools_answer_in_process_once_no_broker_can_be_had(
     assert not first.ok and first.error_code == "server_unavailable"
     assert tools.call("lsp_check", {"path": "a.py"}).text == "local lsp_check"
     assert hung.calls == 1
+
+
+def test_a_clients_store_and_data_directory_are_its_own_not_the_brokers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The broker runs in the environment of whichever client started it: what a client's
+    own environment decides (the store's file, the data directory) comes from that client's,
+    unless its settings name them; and the broker keeps none of git's or ipylsp's choices."""
+    from ipylsp.broker import serve
+    from ipylsp.model.settings import Settings
+
+    client = [["HOME", "/home/c"], ["IPYLSP_STORE", "/c/store.sqlite3"]]
+    mine = serve._as_the_client_has_them(Settings(), client)
+    assert (mine.store_path, mine.data_dir) == (
+        Path("/c/store.sqlite3"), Path("/home/c/.local/share/ipylsp"))
+    xdg = serve._as_the_client_has_them(Settings(), [["XDG_DATA_HOME", "/x"], ["HOME", "/h"]])
+    assert (xdg.store_path, xdg.data_dir) == (None, Path("/x/ipylsp"))
+    named = Settings(store_path=Path("/s"), data_dir=Path("/d"))
+    assert serve._as_the_client_has_them(named, client) == named
+
+    for name in ("GIT_DIR", "GIT_INDEX_FILE", "IPYLSP_STORE", "IPYLSP_BROKER"):
+        monkeypatch.setenv(name, "the starter's")
+    monkeypatch.setenv("GOPATH", "the starter's")
+    serve._scrub()
+    assert [n for n in ("GIT_DIR", "GIT_INDEX_FILE", "IPYLSP_STORE", "IPYLSP_BROKER")
+            if n in os.environ] == []
+    assert os.environ["GOPATH"] == "the starter's"  # a client's own value wins at spawn

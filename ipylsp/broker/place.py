@@ -27,7 +27,7 @@ from ipylsp._version import __version__
 
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
 RUNTIME_ENV = "XDG_RUNTIME_DIR"
@@ -106,11 +106,15 @@ def _private(info: os.stat_result) -> bool:
             and not info.st_mode & 0o077)
 
 
-def default_data() -> str:
+def default_data(env: Mapping[str, str] | None = None) -> str:
     """`servers.executables.data_dir()` with the default settings, as platformdirs makes it on
     Linux (`$XDG_DATA_HOME/ipylsp`, else `~/.local/share/ipylsp`), without importing it
-    (tests/test_quick_check.py holds the two equal)."""
-    base = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.expanduser("~/.local/share")
+    (tests/test_quick_check.py holds the two equal); in `env` (a client's), else this
+    process's."""
+    if env is None:
+        env = os.environ
+    base = (env.get("XDG_DATA_HOME", "").strip()
+            or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share"))
     return os.path.join(base, "ipylsp")
 
 

@@ -29,18 +29,19 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker import frames
 from ipylsp.broker.client import _THIS_BROKER, READY, mount_namespace
-from ipylsp.broker.place import Place, build_id
+from ipylsp.broker.place import Place, build_id, default_data
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.environment import Environment
 from ipylsp.model.settings import Settings
 from ipylsp.model.wire import from_wire, read, to_wire
 from ipylsp.private import owned_dir
+from ipylsp.service import STORE_ENV
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
@@ -206,6 +207,7 @@ class Broker:
             raise ValueError("no environment")
         # the client's whole environment: the value keeps only what servers read
         environment = read(Environment, raw)
+        settings = _as_the_client_has_them(settings, raw.get("variables"))
         cells = args.get("cells_dir")
         cells_dir = Path(cells) if isinstance(cells, str) else None
         key = hashlib.sha256(json.dumps(
@@ -282,6 +284,32 @@ class Broker:
         return {"pid": os.getpid(), "build": self.place.build, "started": self.started,
                 "rss_kb": _rss_kb(os.getpid()), "idle_after": self.idle,
                 "clients": clients, "contexts": len(contexts), "servers": servers}
+
+
+def _as_the_client_has_them(settings: Settings, variables: object) -> Settings:
+    """`settings` with what the client's own environment decides for it, not the broker's:
+    the store's file (`$IPYLSP_STORE`) and the data directory (`$XDG_DATA_HOME`, `$HOME`)
+    when the settings name none."""
+    env = {str(k): str(v) for k, v in variables} if isinstance(variables, list) else {}
+    changes: dict[str, Any] = {}
+    if settings.store_path is None and env.get(STORE_ENV):
+        changes["store_path"] = Path(env[STORE_ENV])
+    if settings.data_dir is None and (env.get("XDG_DATA_HOME", "").strip() or env.get("HOME")):
+        changes["data_dir"] = Path(default_data(env))
+    return replace(settings, **changes) if changes else settings
+
+
+SCRUBBED = ("GIT_", STORE_ENV, "IPYLSP_BROKER")
+"""What the broker drops from its own environment, which it got from whichever client started
+it: git's (`GIT_DIR`, `GIT_INDEX_FILE`: the git HEAD a baseline is read from) and ipylsp's
+choices that are each client's own. A client's servers run in its `Environment` over what
+remains (`Environment.spawn_environ`)."""
+
+
+def _scrub() -> None:
+    for name in list(os.environ):
+        if name.startswith(SCRUBBED):
+            del os.environ[name]
 
 
 def _verdict(service: Service, args: dict[str, Any]) -> Verdict:
@@ -453,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.build is not None and args.build != build:
         print(f"this package is build {build}, not {args.build}", file=sys.stderr)
         return 2
+    _scrub()
     where = Place(owned_dir(args.directory), build)
     idle = args.idle if args.idle is not None else Settings().broker_idle
     return run(where, idle, args.ready_fd, args.lock_fd)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
     from ipylsp.service.runtime.process_wide import reset_service as reset_service
     from ipylsp.service.service import NOTHING_PENDING as NOTHING_PENDING
     from ipylsp.service.service import Service as Service
+    from ipylsp.store import STORE_ENV as STORE_ENV
 
 _EXPORTS = {
     "Service": "service", "NOTHING_PENDING": "service",
@@ -62,6 +63,7 @@ _EXPORTS = {
     "languages": "ipylsp.servers", "registry": "ipylsp.servers",
     "regular_file": "ipylsp.servers", "workspace_gate": "ipylsp.servers.roots",
     "cells_place": "ipylsp.servers", "descendants": "ipylsp.lsp.procfs",
+    "STORE_ENV": "ipylsp.store",
 }
 """Each exported name, and the room that defines it (a whole module name: a module of the
 layers below; `tests/test_layers.py` checks that the `TYPE_CHECKING` imports above say the
