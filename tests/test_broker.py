@@ -1288,3 +1288,29 @@ def test_a_clients_store_and_data_directory_are_its_own_not_the_brokers(
     assert [n for n in ("GIT_DIR", "GIT_INDEX_FILE", "IPYLSP_STORE", "IPYLSP_BROKER")
             if n in os.environ] == []
     assert os.environ["GOPATH"] == "the starter's"  # a client's own value wins at spawn
+
+
+def test_a_context_no_session_used_for_its_idle_timeout_is_closed() -> None:
+    """A context per client environment and settings: one that no client has used for its
+    servers' `idle_timeout` is closed (its servers with it), not kept for the broker's life;
+    one in use, or newly quiet, stays."""
+    from ipylsp.broker import serve
+    from ipylsp.broker.place import Place
+    from ipylsp.model.settings import Settings
+
+    class Stub:
+        def __init__(self, idle: float) -> None:
+            self.settings, self.closed = Settings(idle_timeout=idle), False
+
+        def close(self) -> None:
+            self.closed = True
+
+    broker = serve.Broker(Place("/nowhere", "b"), "secret", 900.0)
+    long_ago = time.monotonic() - 1000
+    cases = {"quiet": (Stub(600), 0, long_ago), "in use": (Stub(600), 1, long_ago),
+             "newly quiet": (Stub(600), 0, time.monotonic()), "never": (Stub(0), 0, long_ago)}
+    for key, (stub, sessions, since) in cases.items():
+        broker._contexts[key] = serve.Context(key, stub, sessions, since)  # type: ignore[arg-type]
+    broker.reap()
+    assert sorted(broker._contexts) == ["in use", "never", "newly quiet"]
+    assert [key for key, (stub, _, _) in cases.items() if stub.closed] == ["quiet"]

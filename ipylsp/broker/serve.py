@@ -59,10 +59,14 @@ sharing the runtime directory) would name files the broker cannot see, or sees o
 
 @dataclass
 class Context:
-    """One client context's service: its servers, loop and store."""
+    """One client context's service: its servers, loop and store. Closed (its servers with
+    it) once no session has used it for its settings' `idle_timeout`, as its servers would
+    be."""
 
     key: str
     service: Service
+    sessions: int = 0
+    quiet_since: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -162,7 +166,24 @@ class Broker:
             for key, found in list(self._sessions.items()):
                 if found is session:
                     del self._sessions[key]
+            session.context.sessions -= 1
+            if session.context.sessions == 0:
+                session.context.quiet_since = time.monotonic()
         session.service.close()
+
+    def reap(self) -> None:
+        """Close the contexts no session has used for their `idle_timeout` (0: never)."""
+        now = time.monotonic()
+        with self._lock:
+            quiet = [c for c in self._contexts.values()
+                     if c.sessions == 0 and c.service.settings.idle_timeout > 0
+                     and now - c.quiet_since > c.service.settings.idle_timeout]
+            for context in quiet:
+                del self._contexts[context.key]
+        for context in quiet:
+            log.info("context %s unused: closed", context.key)
+            with contextlib.suppress(Exception):
+                context.service.close()
 
     def _greet(self, hello: dict[str, Any]) -> tuple[Session | None, dict[str, Any]]:
         """The client's session for a hello that may have one, else the refusal to send."""
@@ -196,6 +217,7 @@ class Broker:
                 session = Session(context, Service(shares=context.service),
                                   int(args.get("pid") or 0))
                 self._sessions[(context.key, token)] = session
+                context.sessions += 1
             session.connections += 1
             return session
 
@@ -412,6 +434,7 @@ def run(where: Place, idle: float, ready_fd: int | None, lock_fd: int | None = N
     log.info("broker %s listening at %s", where.build, where.socket)
     try:
         while not broker.stopping.is_set():
+            broker.reap()
             quiet = broker.idle_for()
             if quiet is not None and quiet >= idle:
                 log.info("idle for %.0f s: ending", quiet)
