@@ -1305,7 +1305,7 @@ def test_a_context_no_session_used_for_its_idle_timeout_is_closed() -> None:
         def close(self) -> None:
             self.closed = True
 
-    broker = serve.Broker(Place("/nowhere", "b"), "secret", 900.0)
+    broker = serve.BrokerProcess(Place("/nowhere", "b"), "secret", 900.0)
     long_ago = time.monotonic() - 1000
     cases = {"quiet": (Stub(600), 0, long_ago), "in use": (Stub(600), 1, long_ago),
              "newly quiet": (Stub(600), 0, time.monotonic()), "never": (Stub(0), 0, long_ago)}

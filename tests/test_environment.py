@@ -76,17 +76,19 @@ def test_digest_is_stable_and_changes_with_what_servers_read_only() -> None:
                        ).digest() != env.digest()
 
 
-def test_json_round_trip_and_refusals() -> None:
+def test_its_one_json_form_round_trips_and_refuses_what_is_not_one() -> None:
+    from ipylsp.model.wire import read, to_wire
+
     env = Environment("/py/bin/python", "/py", (("PATH", "/a:/b"), ("HOME", "/h")))
-    data = env.to_json()
+    data = to_wire(env)
     assert data == {"executable": "/py/bin/python", "prefix": "/py",
-                    "variables": {"HOME": "/h", "PATH": "/a:/b"}}
-    assert Environment.from_json(data) == env
+                    "variables": [["HOME", "/h"], ["PATH", "/a:/b"]]}
+    assert read(Environment, data) == env
     for bad in ([], {"executable": 1, "prefix": ""}, {"executable": "", "prefix": None},
-                {"executable": "", "prefix": "", "variables": {"PATH": 1}},
-                {"executable": "", "prefix": "", "variables": [["PATH", "/a"]]}):
+                {"executable": "", "prefix": "", "variables": [["PATH", 1]]},
+                {"executable": "", "prefix": "", "variables": {"PATH": "/a"}}):
         with pytest.raises(ValueError):
-            Environment.from_json(bad)
+            read(Environment, bad)
 
 
 def test_a_server_is_spawned_with_the_clients_variables_over_the_processs() -> None:

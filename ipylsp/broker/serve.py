@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ipylsp.broker")
 
-HELLO_WITHIN = 5.0
+HELLO_SAID_WITHIN = 5.0
 """Seconds a new connection has to say hello."""
 MOUNTS = mount_namespace()
 """The broker's view of the file systems: a client in another one (a sandbox, a container
@@ -84,7 +84,7 @@ class Session:
     toolboxes: dict[tuple[str, int | None], Toolbox] = field(default_factory=dict)
 
 
-class Broker:
+class BrokerProcess:
     """The broker's state: contexts, connected clients, when it was last used."""
 
     def __init__(self, where: Place, secret: str, idle: float) -> None:
@@ -130,7 +130,7 @@ class Broker:
         try:
             if frames.peer_uid(conn) != os.geteuid():
                 return
-            hello = frames.receive(conn, time.monotonic() + HELLO_WITHIN)
+            hello = frames.receive(conn, time.monotonic() + HELLO_SAID_WITHIN)
             session, refusal = self._greet(hello)
             if session is None:
                 frames.send(conn, refusal)
@@ -418,7 +418,7 @@ def run(where: Place, idle: float, ready_fd: int | None, lock_fd: int | None = N
     secret = _write_secret(where)
     listener = _bind(where)
     bound = os.stat(where.socket).st_ino
-    broker = Broker(where, secret, idle)
+    broker = BrokerProcess(where, secret, idle)
     _THIS_BROKER.append(broker.status)
 
     def on_signal(signum: int, frame: object) -> None:

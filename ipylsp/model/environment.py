@@ -5,7 +5,8 @@ kernel's, the CLI's: where servers installed beside it are found, and the Python
 Python servers are handed) and the client's values of the variables that a language server,
 or ipylsp's search for it, reads. In one process (a kernel) that is the process's own
 (`Environment.current`); a process that serves other processes (a broker) is given each
-client's, as JSON (`to_json`, `from_json`).
+client's, in its one JSON form (`model/wire.py`: `{"executable", "prefix", "variables":
+[[name, value], ...]}`).
 
 Which variables (`relevant`), by name or prefix:
 
@@ -42,7 +43,6 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 NAMES: frozenset[str] = frozenset({
     "PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
@@ -115,27 +115,10 @@ class Environment:
         merged.update(self.variables)
         return merged
 
-    def to_json(self) -> dict[str, Any]:
-        """``{"executable", "prefix", "variables": {name: value}}``."""
-        return {"executable": self.executable, "prefix": self.prefix,
-                "variables": dict(self.variables)}
-
-    @classmethod
-    def from_json(cls, data: object) -> Environment:
-        """The value `to_json` gave; `ValueError` for anything else."""
-        if not isinstance(data, Mapping):
-            raise ValueError("an environment is a JSON object")
-        executable, prefix = data.get("executable"), data.get("prefix")
-        variables = data.get("variables", {})
-        if not isinstance(executable, str) or not isinstance(prefix, str):
-            raise ValueError("an environment's executable and prefix are strings")
-        if not isinstance(variables, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in variables.items()
-        ):
-            raise ValueError("an environment's variables are an object of strings")
-        return cls(executable, prefix, tuple(variables.items()))
-
     def digest(self) -> str:
-        """A stable hex digest of the value (sha256 of its canonical JSON): part of a key."""
-        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        """A stable hex digest of the value (sha256 of its one JSON form, `model/wire.py`):
+        part of a key."""
+        from ipylsp.model.wire import to_wire
+
+        text = json.dumps(to_wire(self), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
