@@ -7,11 +7,14 @@ the user can enter, with a secret only the user can read (docs/broker.md).
 - `frames` — the socket's messages: length-prefixed JSON, capped, read under a deadline.
 - `client` — what a client does: reach the broker (start it when none runs, single-flight),
   send its settings and environment once, then calls; any failure is `BrokerUnavailable`,
-  and the caller runs in-process instead.
+  and the caller runs in-process instead (`RelayedTools`: an MCP server's tools).
+- `quick` — a plain `ipylsp check` answered by a running broker, with nothing else imported.
 - `serve` — the broker process: a `Service` per client context (settings and environment),
   the agent tools per workspace, its end when idle or told to stop.
 
-Client modules (`place`, `frames`, `client`) import the model and the standard library only, so
-that a thin client stays thin; `serve` is an adapter over the service's facade and the agent's
-tools, like the Jupyter server extension.
+Client modules (`place`, `frames`, `client`, `quick`) import the standard library and the
+model's plain values at the top, and the rest only where a path needs it (the data
+directory, this process's tools when no broker can be had), so that a thin client stays thin;
+`serve` is an adapter over the service's facade and the agent's tools, like the Jupyter
+server extension.
 """

@@ -9,7 +9,8 @@ died, a secret that does not match) is `BrokerUnavailable` with one sentence, an
 runs in-process, as without a broker.
 
 Several threads may call at once (an MCP server's tools): each call takes an idle connection
-or opens one. Imports the model, `frames`, `place` and the standard library only.
+or opens one. Imports `frames`, `place` and the standard library at the top; the facade (for
+the data directory) and the agent's tools only on the paths that need them.
 """
 
 from __future__ import annotations

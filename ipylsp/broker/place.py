@@ -13,7 +13,10 @@ the lock a client holds while it starts the broker, the broker's log.
 
 Paths are strings and `pathlib` is not imported on the way to a running broker
 (`existing`): the thin `ipylsp check` an agent runs after each edit pays for each module.
-Reads the file system only (stat, the package's directory listing); starts nothing.
+Touches the file system only: stat, the package's directory listing, and `place` makes the
+directory (through `private.owned_dir`); starts nothing. `existing` makes nothing: it looks
+at the directory itself (ours, 0700, not a link), and what connects there checks that the
+broker is this user's (`SO_PEERCRED`) and that its secret is a private file of this user's.
 """
 
 from __future__ import annotations
