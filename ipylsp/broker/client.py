@@ -330,11 +330,13 @@ def _connect(where: Place, deadline: float) -> socket.socket | None:
     return sock
 
 
-def _secret(where: Place) -> str:
+def _secret(where: Place) -> str | None:
     """The broker's secret, read only from a regular file of this user's that no one else
-    can read."""
+    can read; None when there is none (a broker removes it as it ends)."""
     try:
         fd = os.open(where.secret, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
     except OSError as exc:
         raise BrokerUnavailable(f"cannot read the broker's secret: {exc.strerror}") from None
     try:
@@ -350,14 +352,20 @@ def _secret(where: Place) -> str:
 
 
 def _existing(where: Place, deadline: float) -> tuple[socket.socket, str] | None:
+    """A connection to the running broker and its secret; None when none runs, or the one
+    that answered is ending (its secret already gone: the next one is started)."""
     sock = _connect(where, deadline)
     if sock is None:
         return None
     try:
-        return sock, _secret(where)
+        secret = _secret(where)
     except BaseException:
         sock.close()
         raise
+    if secret is None:
+        sock.close()
+        return None
+    return sock, secret
 
 
 def _data_dir(settings: Settings | None) -> Path:
