@@ -79,7 +79,7 @@ def test_the_python_api_and_the_agent_tool(root: Path, monkeypatch: pytest.Monke
         answer = ipylsp.document_highlight(root / "shapes.py", 1, 10)
         assert repr(answer) == "\n".join(ON_WIDTH)
         assert "document_highlight" in ipylsp.__all__
-        assert ipylsp.document_highlight.__doc__ == (
+        assert " ".join((ipylsp.document_highlight.__doc__ or "").split()) == (
             "Every place in its file where the symbol at a place is written or read. "
             "Positions are 1-based (characters)."
         )

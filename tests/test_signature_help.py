@@ -78,7 +78,7 @@ def test_the_python_api_and_the_agent_tool(root: Path, process_service: Service)
     line, column = AT_HEIGHT
     answer = ipylsp.signature_help(root / "shapes.py", line + 1, column + 1)
     assert repr(answer) == ON_HEIGHT
-    assert ipylsp.signature_help.__doc__ == (
+    assert " ".join((ipylsp.signature_help.__doc__ or "").split()) == (
         "The signature of the call at a place, with the parameter being written. "
         "Positions are 1-based (characters)."
     )
