@@ -24,7 +24,7 @@ import sys
 import time
 
 from ipylsp.broker import frames
-from ipylsp.broker.place import Place, existing, place
+from ipylsp.broker.place import Place, existing, place, switched_off
 
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
@@ -48,15 +48,10 @@ READY = b"ready\n"
 """What a broker writes on its ready pipe once it accepts connections."""
 
 
-BROKER_ENV = "IPYLSP_BROKER"
-"""`IPYLSP_BROKER=0` turns the broker off for a process and what it starts, whatever the
-`broker` knob says (an agent's hook, a test suite)."""
-
-
 def wanted(settings: Settings | None) -> bool:
     """Whether to use the broker: not when `$IPYLSP_BROKER` is 0, off, false or no; else the
     `broker` knob (on by default; `settings` None: the defaults)."""
-    if os.environ.get(BROKER_ENV, "").strip().lower() in ("0", "off", "false", "no"):
+    if switched_off():
         return False
     return settings is None or settings.broker
 

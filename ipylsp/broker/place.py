@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 RUNTIME_ENV = "XDG_RUNTIME_DIR"
+BROKER_ENV = "IPYLSP_BROKER"
+"""`IPYLSP_BROKER=0` turns the broker off for a process and what it starts, whatever the
+`broker` knob says (an agent's hook, a test suite)."""
 SOCKET_PATH_MAX = 107
 """The longest path a Unix socket can be bound to on Linux (`sun_path` less its NUL)."""
 
@@ -85,6 +88,11 @@ class Place:
     @property
     def log(self) -> str:
         return self._named(".log")
+
+
+def switched_off() -> bool:
+    """Whether `$IPYLSP_BROKER` turns the broker off (0, off, false or no)."""
+    return os.environ.get(BROKER_ENV, "").strip().lower() in ("0", "off", "false", "no")
 
 
 def _runtime_dir() -> str | None:

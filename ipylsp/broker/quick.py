@@ -67,7 +67,7 @@ def _plain(argv: Sequence[str]) -> dict[str, Any] | None:
 def check(argv: Sequence[str], out: TextIO) -> int | None:
     """The exit code of a plain `ipylsp check` answered by a running broker, its output
     printed; None when the full path must answer (see the module doc)."""
-    if os.environ.get("IPYLSP_BROKER", "").strip().lower() in ("0", "off", "false", "no"):
+    if place.switched_off():
         return None
     args = _plain(argv)
     if args is None:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker import frames
 from ipylsp.broker.client import _THIS_BROKER, READY, mount_namespace
-from ipylsp.broker.place import Place, build_id, default_data
+from ipylsp.broker.place import BROKER_ENV, Place, build_id, default_data
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.environment import Environment
 from ipylsp.model.settings import Settings
@@ -321,7 +321,7 @@ def _as_the_client_has_them(settings: Settings, variables: object) -> Settings:
     return replace(settings, **changes) if changes else settings
 
 
-SCRUBBED = ("GIT_", STORE_ENV, "IPYLSP_BROKER")
+SCRUBBED = ("GIT_", STORE_ENV, BROKER_ENV)
 """What the broker drops from its own environment, which it got from whichever client started
 it: git's (`GIT_DIR`, `GIT_INDEX_FILE`: the git HEAD a baseline is read from) and ipylsp's
 choices that are each client's own. A client's servers run in its `Environment` over what
