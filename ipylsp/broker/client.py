@@ -93,14 +93,16 @@ class BrokerError(Exception):
 class Broker:
     """Connections to this build's broker for one client context."""
 
-    def __init__(self, where: Place, secret: str, hello: dict[str, Any], pid: int) -> None:
+    def __init__(self, where: Place, secret: str, hello: dict[str, Any], *, restart: bool,
+                 idle: float | None) -> None:
         self.place = where
-        self.pid = pid
-        """The broker's process."""
+        self.pid = 0
+        """The broker's process (its hello's answer says)."""
         self._secret = secret
         self._hello = hello
-        self._idle_s = _idle(None)
-        self._restart = True
+        self._idle_s = idle
+        """The `broker_idle` a broker this client starts gets (None: the default)."""
+        self._restart = restart
         """Start a new broker when this one is gone (not for `start=False` clients)."""
         self._idle: list[socket.socket] = []
         self._lock = _thread.allocate_lock()  # `threading.Lock`, without its import
@@ -138,9 +140,7 @@ class Broker:
             found = _start(where, deadline, _idle(settings))
         for attempt in (1, 2):
             sock, secret = found
-            broker = cls(where, secret, hello, 0)
-            broker._restart = start
-            broker._idle_s = _idle(settings)
+            broker = cls(where, secret, hello, restart=start, idle=_idle(settings))
             try:
                 answer = broker._hello_on(sock, min(deadline, time.monotonic() + HELLO_WITHIN))
             except BrokerSilent:
