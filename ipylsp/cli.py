@@ -321,11 +321,12 @@ def _status(settings: Settings, out: TextIO) -> int:
     """The broker when one runs, then what runs in any process (kernels, the broker's
     services) and what is installed: `%lsp status`'s rendering, made by the broker when one
     runs (asking never starts one), else here."""
-    from ipylsp.broker.client import Broker, BrokerError, BrokerUnavailable, summary, wanted
+    from ipylsp.broker.client import BrokerError, BrokerUnavailable, running_broker, summary
 
-    if wanted(settings):
+    broker = running_broker(settings)
+    if broker is not None:
         try:
-            with Broker.attach(settings, budget=2.0, start=False) as broker:
+            with broker:
                 info = broker.status()
                 view = broker.call("servers_status", {}, timeout=5.0)
             print(summary(info), file=out)

@@ -497,14 +497,27 @@ def running(settings: Settings | None, *, budget: float = 2.0) -> dict[str, Any]
     one, nor makes its place."""
     if _THIS_BROKER:
         return _THIS_BROKER[0]()
+    broker = running_broker(settings, budget=budget)
+    if broker is None:
+        return None
+    try:
+        with broker:
+            return broker.status(timeout=budget)
+    except (BrokerUnavailable, BrokerError):
+        return None
+
+
+def running_broker(settings: Settings | None, *, budget: float = 2.0) -> Broker | None:
+    """This build's running broker, attached; None when none runs, it does not answer its
+    hello within `budget`, or the broker is turned off (`wanted`). Never starts one, nor makes
+    its place: for status questions."""
     if not wanted(settings):
         return None
     where = existing(lambda: _data_dir(settings))
     if where is None:
         return None
     try:
-        with Broker.attach(settings, budget=budget, start=False, where=where) as broker:
-            return broker.status(timeout=budget)
+        return Broker.attach(settings, budget=budget, start=False, where=where)
     except (BrokerUnavailable, BrokerError):
         return None
 
