@@ -11,10 +11,11 @@ writes only that file and the candidates.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import zlib
+
+from ipylsp import json_text
 
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
@@ -68,14 +69,14 @@ def _config_dirs() -> list[Path]:
 def _key() -> str:
     inputs = [sys.executable, sys.prefix, sys.base_prefix, sys.flags.no_user_site,
               sorted((k, v) for k, v in os.environ.items() if k.startswith(_INPUTS))]
-    text = json.dumps(inputs).encode("utf-8", "surrogateescape")
+    text = json_text.dumps(inputs).encode("utf-8", "surrogateescape")
     return f"{zlib.crc32(text):08x}{zlib.adler32(text):08x}"
 
 
 def _kept(file: str) -> list[str] | None:
     try:
         with open(file, encoding="utf-8") as kept:
-            dirs = json.load(kept)
+            dirs = json_text.loads(kept.read())
     except (OSError, ValueError):
         return None
     if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
@@ -95,7 +96,7 @@ def _keep(cache: Path, dirs: list[Path]) -> None:
     temporary = target.with_name(f".{target.name}.{os.getpid()}")
     try:
         with open(temporary, "x", encoding="utf-8") as out:
-            json.dump([str(d) for d in dirs], out)
+            out.write(json_text.dumps([str(d) for d in dirs]))
         os.replace(temporary, target)
     except OSError:
         temporary.unlink(missing_ok=True)

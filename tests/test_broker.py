@@ -957,20 +957,24 @@ def test_a_place_whose_socket_path_is_too_long_falls_back_in_process_saying_so_o
 # -- 9. the thin client stays thin ---------------------------------------------------------------
 
 IMPORTS = """
-import json, sys
+import sys
 before = set(sys.modules)
 from ipylsp.cli import main
 code = main(sys.argv[2:])
+imported = sorted(set(sys.modules) - before)
+import json
 with open(sys.argv[1], "w") as out:
-    json.dump(sorted(set(sys.modules) - before), out)
+    json.dump(imported, out)
 sys.exit(code)
 """
 
 HEAVY = ("ipylsp.service", "ipylsp.lsp", "traitlets", "ipylsp.broker.serve", "ipylsp.agent")
 """What a thin client never imports: the service, the servers' clients, traitlets' settings,
 the broker's own side, the agent's tools."""
-SLOW = ("argparse", "pathlib", "typing", "dataclasses")
-"""What the thinnest path (`broker.quick`: a plain command line) does without besides."""
+SLOW = ("argparse", "pathlib", "typing", "dataclasses", "json", "re", "socket", "enum",
+        "functools")
+"""What the thinnest path (`broker.quick`: a plain command line) does without besides
+(`json_text` reads and writes JSON, `_socket` connects)."""
 
 
 @real

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ipylsp"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # (layer, module prefixes), bottom first; the longest matching prefix decides.
-    ("base", ("ipylsp._version", "ipylsp.private")),
+    ("base", ("ipylsp._version", "ipylsp.private", "ipylsp.json_text")),
     ("model", ("ipylsp.model",)),
     ("analysis", ("ipylsp.analysis",)),
     ("io", ("ipylsp.lsp", "ipylsp.servers", "ipylsp.store")),

@@ -15,11 +15,11 @@ the data directory) and the agent's tools only on the paths that need them.
 
 from __future__ import annotations
 
+import _socket  # not `socket`: its import (enum, selectors) costs a thin client (see frames)
 import _thread
 import fcntl
 import os
 import select
-import socket
 import sys
 import time
 
@@ -28,6 +28,7 @@ from ipylsp.broker.place import Place, existing, place, switched_off
 
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
+    from _socket import socket
     from collections.abc import Callable
     from pathlib import Path
     from typing import Any
@@ -104,7 +105,7 @@ class Broker:
         """The `broker_idle` a broker this client starts gets (None: the default)."""
         self._restart = restart
         """Start a new broker when this one is gone (not for `start=False` clients)."""
-        self._idle: list[socket.socket] = []
+        self._idle: list[socket] = []
         self._lock = _thread.allocate_lock()  # `threading.Lock`, without its import
 
     @classmethod
@@ -251,7 +252,7 @@ class Broker:
 
     # -- connections ------------------------------------------------------------------------
 
-    def _take(self, deadline: float) -> tuple[socket.socket, bool]:
+    def _take(self, deadline: float) -> tuple[socket, bool]:
         """An idle connection (True), or a new one, to a new broker if need be (False)."""
         with self._lock:
             if self._idle:
@@ -270,7 +271,7 @@ class Broker:
         self.pid = int(answer.get("pid") or 0)
         return sock, False
 
-    def _hello_on(self, sock: socket.socket, deadline: float) -> dict[str, Any]:
+    def _hello_on(self, sock: socket, deadline: float) -> dict[str, Any]:
         try:
             frames.send(sock, {"call": "hello", "args": {**self._hello, "secret": self._secret}},
                         deadline)
@@ -304,10 +305,10 @@ def _result(answer: dict[str, Any]) -> Any:
     return answer.get("ok")
 
 
-def _connect(where: Place, deadline: float) -> socket.socket | None:
+def _connect(where: Place, deadline: float) -> socket | None:
     """A connection to the broker at `where`, checked to be this user's; None when nothing
     listens there (no socket, or a dead broker's)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(max(0.05, deadline - time.monotonic()))
         sock.connect(os.fspath(where.socket))
@@ -346,7 +347,7 @@ def _secret(where: Place) -> str | None:
         os.close(fd)
 
 
-def _existing(where: Place, deadline: float) -> tuple[socket.socket, str] | None:
+def _existing(where: Place, deadline: float) -> tuple[socket, str] | None:
     """A connection to the running broker and its secret; None when none runs, or the one
     that answered is ending (its secret already gone: the next one is started)."""
     sock = _connect(where, deadline)
@@ -374,7 +375,7 @@ def _idle(settings: Settings | None) -> float | None:
     return None if settings is None else settings.broker_idle
 
 
-def _start(where: Place, deadline: float, idle: float | None) -> tuple[socket.socket, str]:
+def _start(where: Place, deadline: float, idle: float | None) -> tuple[socket, str]:
     """Start this build's broker, one client at a time: under the place's lock, a broker
     another client started meanwhile is used instead."""
     deadline = min(deadline, time.monotonic() + START_BUDGET)

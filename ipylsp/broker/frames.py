@@ -4,18 +4,23 @@ deadline (`socket` timeouts set from it), so no call waits on a broker beyond it
 
 A request is `{"call": name, "args": {...}}`; its answer `{"ok": value}` or
 `{"error": {"kind": ..., "message": ...}}`. The first request of a connection is `hello`
-(the secret, the build, the client's context). Standard library only.
+(the secret, the build, the client's context). Standard library only: `_socket`, not
+`socket`, and `json_text`, not `json` (a thin client pays for each import: `socket` brings in
+`enum` and `selectors`, `json` brings in `re`); the sockets are `socket.socket`s or their
+`_socket.socket` base, whose methods these are.
 """
 
 from __future__ import annotations
 
-import json
-import socket
+import _socket
 import struct
 import time
 
+from ipylsp import json_text
+
 TYPE_CHECKING = False  # `typing.TYPE_CHECKING`, without importing typing (see ipylsp/__init__)
 if TYPE_CHECKING:
+    from _socket import socket
     from typing import Any
 
 MAX_FRAME = 256 * 1024 * 1024
@@ -32,9 +37,8 @@ class Late(FrameError):
     """The deadline passed before the peer read or answered."""
 
 
-def send(sock: socket.socket, message: dict[str, Any], deadline: float | None = None) -> None:
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
-        "utf-8", "surrogatepass")
+def send(sock: socket, message: dict[str, Any], deadline: float | None = None) -> None:
+    body = json_text.dumps(message).encode("utf-8", "surrogatepass")
     if len(body) > MAX_FRAME:
         raise FrameError(f"message of {len(body)} bytes is over {MAX_FRAME}")
     _timeout(sock, deadline)
@@ -44,14 +48,14 @@ def send(sock: socket.socket, message: dict[str, Any], deadline: float | None = 
         raise Late("the peer did not read in time") from None
 
 
-def receive(sock: socket.socket, deadline: float | None = None) -> dict[str, Any]:
+def receive(sock: socket, deadline: float | None = None) -> dict[str, Any]:
     """The next message; `FrameError` when the peer closed, overran, or `deadline` passed."""
     (size,) = _HEADER.unpack(_exactly(sock, _HEADER.size, deadline))
     if size > MAX_FRAME:
         raise FrameError(f"message of {size} bytes is over {MAX_FRAME}")
     body = _exactly(sock, size, deadline)
     try:
-        message = json.loads(body.decode("utf-8", "surrogatepass"))
+        message = json_text.loads(body.decode("utf-8", "surrogatepass"))
     except ValueError as exc:
         raise FrameError(f"not a message: {exc}") from None
     if not isinstance(message, dict):
@@ -59,13 +63,13 @@ def receive(sock: socket.socket, deadline: float | None = None) -> dict[str, Any
     return message
 
 
-def peer_uid(sock: socket.socket) -> int:
+def peer_uid(sock: socket) -> int:
     """The user of the process at the other end of a connected Unix socket."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
     return int(struct.unpack("3i", creds)[1])
 
 
-def _timeout(sock: socket.socket, deadline: float | None) -> None:
+def _timeout(sock: socket, deadline: float | None) -> None:
     if deadline is None:
         sock.settimeout(None)
         return
@@ -75,7 +79,7 @@ def _timeout(sock: socket.socket, deadline: float | None) -> None:
     sock.settimeout(left)
 
 
-def _exactly(sock: socket.socket, size: int, deadline: float | None) -> bytes:
+def _exactly(sock: socket, size: int, deadline: float | None) -> bytes:
     chunks: list[bytes] = []
     left = size
     while left:

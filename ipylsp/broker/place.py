@@ -21,7 +21,6 @@ broker is this user's (`SO_PEERCRED`) and that its secret is a private file of t
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 import zlib
@@ -41,9 +40,14 @@ SOCKET_PATH_MAX = 107
 """The longest path a Unix socket can be bound to on Linux (`sun_path` less its NUL)."""
 
 
-@functools.lru_cache(maxsize=1)
+_BUILD: list[str] = []
+"""`build_id()`'s answer, once known (`functools.lru_cache` costs a thin client its import)."""
+
+
 def build_id() -> str:
     """`0.1.0-1a2b3c4d5e6f`: the version, and a digest of the package's source files."""
+    if _BUILD:
+        return _BUILD[0]
     package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     stack = [package]
     rows: list[str] = []
@@ -57,7 +61,8 @@ def build_id() -> str:
                     rows.append(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}")
     text = "\n".join([__version__, *sorted(rows)]).encode("utf-8", "surrogateescape")
     # two CRCs (zlib is built in; hashlib's import costs a thin client milliseconds)
-    return f"{__version__}-{zlib.crc32(text):08x}{zlib.adler32(text):08x}"
+    _BUILD.append(f"{__version__}-{zlib.crc32(text):08x}{zlib.adler32(text):08x}")
+    return _BUILD[0]
 
 
 class Place:
