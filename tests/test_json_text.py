@@ -64,8 +64,10 @@ def test_what_json_cannot_write_is_a_type_or_value_error() -> None:
         '["after an error, the next call is whole"]')
 
 
+@pytest.mark.real
 def test_imports_neither_json_nor_re() -> None:
-    code = ("import sys; from ipylsp import json_text; json_text.loads(json_text.dumps({'a': [1]}));"
+    code = ("import sys; from ipylsp import json_text;"
+            "json_text.loads(json_text.dumps({'a': [1]}));"
             "print(sorted({'json', 're', 'enum'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

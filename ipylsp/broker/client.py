@@ -163,8 +163,11 @@ class Broker:
             return broker
         raise AssertionError("unreachable")
 
-    def call(self, name: str, args: dict[str, Any], *, timeout: float) -> Any:
-        """One call's answer (its wire form), within `timeout` seconds;
+    def call(self, name: str, args: dict[str, Any], *, timeout: float,
+             progress: Callable[[str], None] | None = None) -> Any:
+        """One call's answer (its wire form), within `timeout` seconds; `progress` is called
+        with each line the broker sends while the call waits (servers starting: a relayed
+        check's `progress`), and asks it to send them;
         `BrokerUnavailable` when the broker could not be reached or did not answer in time,
         `BrokerError` when it answered with an error. A connection the broker closed while
         it was idle (the broker ended, or was killed) is replaced once: by a new broker,
@@ -174,8 +177,12 @@ class Broker:
             sock, reused = self._take(time.monotonic() + START_BUDGET)
             deadline = time.monotonic() + timeout
             try:
-                frames.send(sock, {"call": name, "args": args}, deadline)
+                frames.send(sock, {"call": name, "args": args, "progress": progress is not None},
+                            deadline)
                 answer = frames.receive(sock, deadline)
+                while "progress" in answer and progress is not None:
+                    progress(str(answer["progress"]))
+                    answer = frames.receive(sock, deadline)
             except frames.Late:
                 sock.close()
                 raise BrokerLate(f"the broker did not answer within {timeout:.1f} s") from None

@@ -29,6 +29,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -144,7 +145,7 @@ class BrokerProcess:
                 except frames.FrameError:
                     return
                 self.touch()
-                answer = self._answer(session, message)
+                answer = self._answer(session, message, _progress(conn, message))
                 frames.send(conn, answer)
                 self.touch()
                 if message.get("call") == "stop":
@@ -247,11 +248,14 @@ class BrokerProcess:
 
     # -- calls ------------------------------------------------------------------------------
 
-    def _answer(self, session: Session, message: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, session: Session, message: dict[str, Any],
+                progress: Callable[[str], None] | None = None) -> dict[str, Any]:
         call, args = message.get("call"), message.get("args")
         if not isinstance(args, dict):
             return _error("protocol", "a call's args must be an object")
         try:
+            if call == "service":
+                return self._relayed(session, args, progress)
             if call == "check":
                 return {"ok": _verdict(session.service, args).to_wire()}
             if call == "check_files":
@@ -276,6 +280,24 @@ class BrokerProcess:
             log.exception("call %s failed", call)
             return _error("failed", repr(exc))
         return _error("unknown_call", f"there is no call {call!r}")
+
+    def _relayed(self, session: Session, args: dict[str, Any],
+                 progress: Callable[[str], None] | None) -> dict[str, Any]:
+        """A facade method of the client's session (`relay.RelayedService`). `stop` and
+        `restart` reach the context's servers, which other clients may use: only with
+        `shared`, or when no other client's session is in the context."""
+        from ipylsp.broker.relay import RELAYED, call_relayed
+
+        method, given = str(args.get("method")), args.get("args")
+        if method not in RELAYED or not isinstance(given, dict):
+            return _error("bad_call", f"{method!r} is not a relayed facade method")
+        if method in ("stop", "restart") and not args.get("shared"):
+            with self._lock:
+                others = session.context.sessions - 1
+            if others > 0:
+                return _error("shared", str(others))
+        local = {"progress": progress} if method in ("check_files", "check_rest") else {}
+        return {"ok": call_relayed(session.service, method, given, **local)}
 
     def _toolbox(self, session: Session, args: dict[str, Any]) -> Toolbox:
         from ipylsp.agent.toolbox import Toolbox
@@ -347,6 +369,18 @@ def _verdict(service: Service, args: dict[str, Any]) -> Verdict:
     shown = from_wire(Settings, {**to_wire(service.settings), "severity": severity})
     options = FormatOptions.from_settings(shown, more_hint=str(args.get("more_hint") or ""))
     return verdict(report, [f.path for f in files], options, as_json=bool(args.get("json")))
+
+
+def _progress(conn: socket.socket, message: dict[str, Any]) -> Callable[[str], None] | None:
+    """What sends a call's progress lines to its client, when it asked for them."""
+    if message.get("progress") is not True:
+        return None
+
+    def say(line: str) -> None:
+        with contextlib.suppress(OSError):  # a client that does not read loses its progress
+            frames.send(conn, {"progress": line}, time.monotonic() + HELLO_SAID_WITHIN)
+
+    return say
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

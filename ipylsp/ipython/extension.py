@@ -42,6 +42,8 @@ class CellChecks:
         self.settings = self.config.to_settings()
         """What `config` says, made again as it changes: what the hooks and magics read."""
         self._service: Service | None = None
+        self.in_process: str | None = None
+        """Why the service is this process's own, when the broker could not be had."""
         self.watcher = WriteWatcher(
             roots_filter=self._in_workspace,
             roots=self._roots,
@@ -68,15 +70,36 @@ class CellChecks:
 
     @property
     def service(self) -> Service:
-        """The process-wide service, made on first use: `%load_ext` imports none of the
-        service's machinery (a notebook that writes nothing pays nothing for it)."""
+        """The kernel's service, made on first use (`%load_ext` imports none of the service's
+        machinery: a notebook that writes nothing pays nothing for it): the user's broker's
+        (`broker.relay`: the servers every kernel, the server extension and the CLI share),
+        else the process-wide one, in-process, and why (`in_process`, which `%lsp status`
+        says)."""
         if self._service is None:
-            from ipylsp.service import get_service
+            from ipylsp.broker.relay import attach
 
-            service = get_service(self.settings)
-            service.configure(_in_cwd(self.settings))
-            self._service = service
+            settings = _in_cwd(self.settings)
+            relayed = attach(settings)
+            if isinstance(relayed, str):
+                from ipylsp.service import get_service
+
+                self.in_process = relayed
+                service = get_service(self.settings)
+                service.configure(settings)
+                self._service = service
+            else:
+                self._service = relayed
         return self._service
+
+    @property
+    def in_process_reason(self) -> str | None:
+        """Why this kernel's servers run in it and not in the user's broker (None: they run
+        in the broker, or no service was needed yet)."""
+        from ipylsp.broker.relay import RelayedService
+
+        if isinstance(self._service, RelayedService):
+            return self._service.fallback
+        return self.in_process
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -217,6 +240,11 @@ class CellChecks:
         self.watcher.close()
         self.monitor.close()
         self.cells.close()
+        from ipylsp.broker.relay import RelayedService
+
+        if isinstance(self._service, RelayedService):  # its session in the broker ends
+            self._service.close()
+        self._service = None
 
 
 def _before(write: Write, writes: dict[Path, Write]) -> str | None:

@@ -95,6 +95,9 @@ def _parser() -> _Parser:
     for name in ("stop", "restart"):
         cmd = add(name, f"{name} servers (all, or one id)")
         cmd.add_argument("id", nargs="?", help="a server id (default: all)")
+        cmd.add_argument(
+            "--shared", action="store_true",
+            help=f"{name} them also when other kernels or agents use them (the broker's)")
     check = add("check", "what a file's text introduced (all, with --all)")
     check.add_argument(
         "path", nargs="?", help="the file (none: the next files a cell wrote beyond "
@@ -195,6 +198,9 @@ class LspMagics(Magics):
 
         broker = running(settings)
         line = "" if broker is None else summary(broker) + "\n"
+        reason = self.checks.in_process_reason
+        if reason is not None:
+            line += f"this kernel's servers run in it, not in the broker: {reason}\n"
         return TextView(f"{line}{status}\nchecking cell writes: {writes}, cells' code: {code}")
 
     def _list(self, args: argparse.Namespace) -> TextView:
@@ -229,14 +235,31 @@ class LspMagics(Magics):
         return TextView("\n".join(started) or "no server serves this file")
 
     def _stop(self, args: argparse.Namespace) -> TextView:
-        count = self.checks.service.stop(args.id)
-        return TextView(f"stopped {count} server{'s' if count != 1 else ''}")
+        return self._reach("stop", args, "stopped {count} server{s}")
 
     def _restart(self, args: argparse.Namespace) -> TextView:
-        count = self.checks.service.restart(args.id)
-        return TextView(
-            f"restarted {count} server{'s' if count != 1 else ''} (they start on next use)"
-        )
+        return self._reach("restart", args,
+                           "restarted {count} server{s} (they start on next use)")
+
+    def _reach(self, action: str, args: argparse.Namespace, done: str) -> TextView:
+        """`stop` or `restart`: on the broker, only servers no other client uses, unless
+        `--shared` (README: "Which servers %lsp stop reaches")."""
+        from ipylsp.broker.relay import RelayedService, SharedServers
+
+        service = self.checks.service
+        shared = " (the broker's, for every client)" if args.shared else ""
+        try:
+            if isinstance(service, RelayedService):
+                count = getattr(service, action)(args.id, shared=args.shared)
+            else:
+                count = getattr(service, action)(args.id)
+                shared = ""
+        except SharedServers as exc:
+            return TextView(
+                f"nothing {'stopped' if action == 'stop' else 'restarted'}: these servers are "
+                f"{exc}; `%lsp {action}{' ' + args.id if args.id else ''} --shared` "
+                f"{action}s them for all")
+        return TextView(done.format(count=count, s="s" if count != 1 else "") + shared)
 
     def _check(self, args: argparse.Namespace) -> ShownReport:
         if args.path is None:  # the rest of a cell's writes beyond the file cap

@@ -2,7 +2,8 @@
 socket): `to_wire` and `from_wire`, exact both ways.
 
 A frozen dataclass is an object of its init fields, an enum its value, a `Path` its string, a
-tuple or frozenset a list, a mapping an object (string keys); `from_wire` rebuilds a value from
+tuple or frozenset a list (a `Sequence` or an `Iterable` is read as a tuple), a mapping an
+object (string keys); `from_wire` rebuilds a value from
 the declared types of the fields (`typing.get_type_hints`), so a new field needs no code here.
 `Any` fields (a server's settings) pass as the JSON they already are. What is not JSON-able
 raises `TypeError` when sent, and what does not match its type raises `ValueError` when
@@ -19,7 +20,7 @@ import enum
 import functools
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -98,7 +99,7 @@ def _read(kind: Any, data: Any) -> Any:
         if data in args:
             return data
         raise ValueError(f"{data!r} is not one of {args}")
-    if origin in (tuple, frozenset, set, list) or kind in (tuple, list):
+    if origin in (tuple, frozenset, set, list, Sequence, Iterable) or kind in (tuple, list):
         if not isinstance(data, list):
             raise ValueError(f"expected a list for {_name(kind)}, got {type(data).__name__}")
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):

@@ -14,7 +14,8 @@ lives with the kernel (`ipylsp/cells/`) and sends their document here as a virtu
 Names load on first use: a thin client (the CLI's `status`) imports only what it touches.
 Besides the service's own, it exports what the surfaces need of servers as data and on disk
 (`data_dir`, `languages`, `registry`, `regular_file`, `workspace_gate`, `InstallResult`,
-`cells_place`: where the cells' document says it lives; `descendants`: a process's tree): a
+`StoreInfo`, `cells_place`: where the cells' document says it lives; `descendants`: a
+process's tree): a
 surface imports nothing of `servers/`, `store/` or `lsp/` but the features' vocabulary
 (`lsp.requests`), whose values its tables name.
 """
@@ -48,6 +49,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
     from ipylsp.service.service import NOTHING_PENDING as NOTHING_PENDING
     from ipylsp.service.service import Service as Service
     from ipylsp.store import STORE_ENV as STORE_ENV
+    from ipylsp.store import StoreInfo as StoreInfo
 
 _EXPORTS = {
     "Service": "service", "NOTHING_PENDING": "service",
@@ -63,7 +65,7 @@ _EXPORTS = {
     "languages": "ipylsp.servers", "registry": "ipylsp.servers",
     "regular_file": "ipylsp.servers", "workspace_gate": "ipylsp.servers.roots",
     "cells_place": "ipylsp.servers", "descendants": "ipylsp.lsp.procfs",
-    "STORE_ENV": "ipylsp.store",
+    "STORE_ENV": "ipylsp.store", "StoreInfo": "ipylsp.store",
 }
 """Each exported name, and the room that defines it (a whole module name: a module of the
 layers below; `tests/test_layers.py` checks that the `TYPE_CHECKING` imports above say the

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 from ipylsp.analysis.naturalsort import natural_key
 from ipylsp.analysis.report.merge import Row, merge
 from ipylsp.model.diagnostics import Diagnostic, FileReport, Report, Severity, Unknown
+from ipylsp.model.settings import SeverityFilter  # at run time: the wire form reads the hints
 
 if TYPE_CHECKING:
-    from ipylsp.model.settings import Settings, SeverityFilter
+    from ipylsp.model.settings import Settings
 
 _SEVERITIES: dict[str, frozenset[Severity]] = {
     "error": frozenset({Severity.ERROR}),

@@ -1,0 +1,390 @@
+"""`RelayedService`: the service facade of a kernel (or any long-lived client) whose work is
+done by the user's broker, on the servers every other client of the same context uses.
+
+It is a `Service` to its callers (the cell hooks, the magics): each facade method is one call
+over the broker's socket, `{"call": "service", "args": {"method": ..., "args": ...}}`, whose
+arguments and answer take the model's one wire form (`model.wire`) as typed by `Service`'s own
+signature (`hints`): the contract is the facade's, read on both sides, never copied. What
+cannot cross (a callback; a `Feature` with its functions; installing, which needs no running
+server) is done in this process by a local `Service` made on first need.
+
+Never worse than in-process: where the broker cannot be had any more (it does not start, it
+refuses), the local `Service` answers this call and every later one, said once in
+`%lsp status` (`fallback`); a broker killed meanwhile is replaced within the call
+(`Broker.call`); a call the broker took and did not answer within its budget is a report of
+"timed out" files (checks) or `TimeoutError` (the rest), and the next call goes to it again.
+
+Paths are made absolute here, against this process's working directory (the broker's is `/`).
+Touches only the socket (through `client.Broker`) and the facade.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import typing
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ipylsp.broker.client import ANSWER_MARGIN, Broker, BrokerError, BrokerLate, BrokerUnavailable
+from ipylsp.model.checks import FileCheck
+from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason, display_path
+from ipylsp.model.settings import Settings
+from ipylsp.model.wire import from_wire, to_wire
+from ipylsp.service import Service
+
+if TYPE_CHECKING:
+    from ipylsp.analysis.report import FormatOptions, ShownReport
+    from ipylsp.model.status import ServerStatus
+    from ipylsp.service import InstallProgress, InstallResult, StatusView, StoreInfo
+
+RELAYED = frozenset({
+    "status", "start", "stop", "restart", "servers_status", "check_files", "check_rest",
+    "changed_on_disk", "settle_late", "pending", "pending_count", "error_count", "diagnostics",
+    "store_info",
+})
+"""The facade's methods (and properties) a client may call in the broker; the broker refuses
+any other name."""
+
+REACH_NOTE = "shared with {others} other client{s} of the broker (kernels, `ipylsp mcp`)"
+
+
+class SharedServers(RuntimeError):
+    """`stop` or `restart` without `shared=True` in a context other clients use: nothing was
+    stopped (their checks would fail or wait for a start they did not ask for)."""
+
+    def __init__(self, others: int) -> None:
+        self.others = others
+        super().__init__(REACH_NOTE.format(others=others, s="s" if others != 1 else ""))
+
+
+def hints(method: str) -> dict[str, Any]:
+    """The types of a relayed facade method's parameters and answer (`return`), read from
+    `Service`'s signature (a property: its getter's)."""
+    if method not in RELAYED:
+        raise ValueError(f"{method!r} is not a relayed facade method")
+    from ipylsp import service as facade
+    from ipylsp.analysis.report import FormatOptions, ShownReport
+
+    member = Service.__dict__[method]
+    function = member.fget if isinstance(member, property) else member
+    names = {"ShownReport": ShownReport, "FormatOptions": FormatOptions,
+             **{name: getattr(facade, name)
+                for name in ("StatusView", "InstallProgress", "InstallResult", "StoreInfo")}}
+    found: dict[str, Any] = typing.get_type_hints(function, localns=names)
+    return found
+
+
+def encode_args(method: str, args: dict[str, Any]) -> dict[str, Any]:
+    """`args` of `method` in their wire form (a client's side)."""
+    hints(method)
+    return {name: to_wire(value) for name, value in args.items()}
+
+
+def decode_args(method: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A relayed call's arguments read against the facade's signature; `ValueError` for a
+    parameter it does not have or a value of another type (the broker's side)."""
+    types = hints(method)
+    out: dict[str, Any] = {}
+    for name, value in args.items():
+        if name == "return" or name not in types:
+            raise ValueError(f"{method} takes no {name!r}")
+        out[name] = from_wire(types[name], value)
+    return out
+
+
+def call_relayed(service: Service, method: str, args: dict[str, Any], **local: Any) -> Any:
+    """Run a relayed call on the broker's side: its answer's wire form. `local`: arguments
+    that do not cross (a check's `progress`, which sends each line to the client)."""
+    decoded = {**decode_args(method, args), **local}
+    member = getattr(type(service), method)
+    value = getattr(service, method) if isinstance(member, property) else (
+        getattr(service, method)(**decoded))
+    return to_wire(value)
+
+
+class RelayedService(Service):
+    """A `Service` whose methods the broker answers (module doc). Made by `attach`; closed
+    like any service (its broker session ends, none of the broker's servers stop)."""
+
+    def __init__(self, broker: Broker, settings: Settings, *,
+                 make_broker: Callable[[Settings], Broker],
+                 cells_dir: Path | None = None) -> None:
+        # Not `Service.__init__`: nothing of the service's own runs in this process.
+        self._broker: Broker | None = broker
+        self._settings = settings
+        self._make_broker = make_broker
+        self._relay_cells_dir = cells_dir
+        self._local: Service | None = None
+        self._said: str | None = None
+        self._relay_lock = threading.Lock()
+        self._subscribers: list[Callable[[Report], object]] = []
+
+    # -- where calls go ---------------------------------------------------------------------
+
+    @property
+    def fallback(self) -> str | None:
+        """Why this process checks in-process now (None: the broker answers)."""
+        return self._said
+
+    @property
+    def broker_pid(self) -> int:
+        return 0 if self._broker is None else self._broker.pid
+
+    def _in_process(self, why: str | None = None) -> Service:
+        with self._relay_lock:
+            if why is not None and self._said is None:
+                self._said = why
+                if self._broker is not None:
+                    self._broker.close()
+                    self._broker = None
+            if self._local is None:
+                self._local = Service(self._settings, cells_dir=self._relay_cells_dir)
+            return self._local
+
+    def _call(self, method: str, args: dict[str, Any] | None = None, *,
+              timeout: float | None = None, progress: Callable[[str], None] | None = None,
+              shared: bool = False) -> tuple[bool, Any]:
+        """(True, the broker's answer, decoded) or (False, None) when this process must
+        answer (the broker is gone for good: said once). `BrokerLate` when the broker took
+        the call and did not answer in time."""
+        broker = self._broker
+        if broker is None:
+            return False, None
+        budget = self._settings.wait_budget if timeout is None else timeout
+        try:
+            answer = broker.call("service", {"method": method, "shared": shared,
+                                             "args": encode_args(method, args or {})},
+                                 timeout=budget + ANSWER_MARGIN, progress=progress)
+        except BrokerLate:
+            raise
+        except BrokerError as exc:
+            if exc.kind == "shared":
+                raise SharedServers(int(str(exc) or 0)) from None
+            if exc.kind in ("bad_call", "failed"):
+                raise RuntimeError(f"ipylsp's broker: {exc}") from None
+            self._in_process(f"the broker refused: {exc}")
+            return False, None
+        except BrokerUnavailable as exc:
+            self._in_process(f"no broker ({exc})")
+            return False, None
+        return True, from_wire(hints(method)["return"], answer)
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    def configure(self, settings: Settings) -> Settings:
+        """New settings: a new session in the broker, in the context they make (its files'
+        history starts again, as a kernel's does after `%config` changed a server's
+        settings); the local service, if any, takes them as it would."""
+        if settings == self._settings:
+            return settings
+        self._settings = settings
+        if self._local is not None:
+            self._local.configure(settings)
+        with self._relay_lock:
+            old, self._broker = self._broker, None
+        if old is not None and self._said is None:
+            old.close()
+            try:
+                self._broker = self._make_broker(settings)
+            except (BrokerUnavailable, BrokerError) as exc:
+                self._in_process(f"no broker ({exc})")
+        return settings
+
+    @property
+    def cells_dir(self) -> Path | None:
+        return self._relay_cells_dir
+
+    # -- servers ------------------------------------------------------------------------------
+
+    def status(self) -> list[ServerStatus]:
+        ok, value = self._call("status", timeout=5.0)
+        return value if ok else self._in_process().status()
+
+    def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
+        where = str(self._normalize(path))
+        ok, value = self._call("start", {"path": where, "timeout": timeout}, timeout=timeout)
+        return value if ok else self._in_process().start(where, timeout=timeout)
+
+    def stop(self, server_id: str | None = None, *, shared: bool = False) -> int:
+        """Stop this context's servers; `SharedServers` when other clients use them and not
+        `shared` (nothing stopped)."""
+        ok, value = self._call("stop", {"server_id": server_id}, shared=shared)
+        return value if ok else self._in_process().stop(server_id)
+
+    def restart(self, server_id: str | None = None, *, shared: bool = False) -> int:
+        ok, value = self._call("restart", {"server_id": server_id}, shared=shared)
+        return value if ok else self._in_process().restart(server_id)
+
+    def server_pids(self) -> list[int]:
+        return [row.pid for row in self.status() if row.pid is not None]
+
+    def servers_status(self) -> StatusView:
+        ok, value = self._call("servers_status", timeout=5.0)
+        return value if ok else self._in_process().servers_status()
+
+    def servers(self, *, installed_only: bool = False) -> Any:
+        return self._in_process().servers(installed_only=installed_only)
+
+    def which(self, server_id: str) -> Any:
+        return self._in_process().which(server_id)
+
+    def install(self, ids: Iterable[str] = (), *, install_all: bool = False,
+                progress: InstallProgress | None = None) -> list[InstallResult]:
+        # Into the data dir the broker's servers are found in: the broker restarts a server
+        # whose executable changed at its next use.
+        return self._in_process().install(ids, install_all=install_all, progress=progress)
+
+    # -- checking -----------------------------------------------------------------------------
+
+    def check(self, path: str | os.PathLike[str], *, content: str | None = None,
+              before: str | None = None, timeout: float | None = None) -> Report:
+        if content is not None and not isinstance(content, str):
+            raise TypeError("content must be a str")
+        if before is not None and not isinstance(before, str):
+            raise TypeError("before must be a str")
+        return self.check_files(
+            [FileCheck(self._normalize(path), before=before, content=content)], timeout=timeout)
+
+    def check_files(self, files: Sequence[FileCheck], *, timeout: float | None = None,
+                    progress: Callable[[str], None] | None = None, cold: float | None = None,
+                    ) -> Report:
+        if not files:
+            return Report()
+        files = [f if f.path.is_absolute() else FileCheck(
+            self._normalize(f.path), before=f.before, content=f.content, virtual=f.virtual)
+            for f in files]
+        budget = self._settings.wait_budget if timeout is None else float(timeout)
+        try:
+            ok, value = self._call("check_files", {"files": tuple(files), "timeout": budget,
+                                                   "cold": cold},
+                                   timeout=budget, progress=progress)
+        except BrokerLate as late:
+            value, ok = self._timed_out(files, str(late)), True
+        if not ok:
+            value = self._in_process().check_files(files, timeout=timeout, progress=progress,
+                                                   cold=cold)
+        self._publish(value)
+        return typing.cast(Report, value)
+
+    def _timed_out(self, files: Sequence[FileCheck], detail: str) -> Report:
+        unknown = (Unknown("ipylsp", UnknownReason.TIMED_OUT, detail),)
+        return Report(files=tuple(
+            FileReport(f.path, display_path(f.path, None), unknown=unknown) for f in files))
+
+    def check_rest(self, *, timeout: float | None = None,
+                   progress: Callable[[str], None] | None = None) -> Report:
+        ok, value = self._call("check_rest", {"timeout": timeout}, timeout=timeout,
+                               progress=progress)
+        if not ok:
+            value = self._in_process().check_rest(timeout=timeout, progress=progress)
+        self._publish(value)
+        return typing.cast(Report, value)
+
+    def subscribe(self, callback: Callable[[Report], object]) -> None:
+        """Call `callback(report)` with every report this client's checks make here (late
+        answers reach `pending`, which this process asks for at its next cell)."""
+        self._subscribers.append(callback)
+
+    def unsubscribe(self, callback: Callable[[Report], object]) -> bool:
+        try:
+            self._subscribers.remove(callback)
+        except ValueError:
+            return False
+        return True
+
+    def _publish(self, report: object) -> None:
+        for callback in list(self._subscribers):
+            try:
+                callback(typing.cast(Report, report))
+            except Exception:
+                self._subscribers.remove(callback)
+
+    def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
+        wanted = None if paths is None else tuple(self._normalize(p) for p in paths)
+        ok, value = self._call("changed_on_disk", {"paths": wanted})
+        return value if ok else self._in_process().changed_on_disk(wanted)
+
+    def settle_late(self, timeout: float) -> bool:
+        ok, value = self._call("settle_late", {"timeout": timeout}, timeout=timeout)
+        return value if ok else self._in_process().settle_late(timeout)
+
+    def pending(self, options: FormatOptions | None = None, *,
+                again: str = "ipylsp.pending()") -> ShownReport:
+        ok, value = self._call("pending", {"options": options, "again": again})
+        return value if ok else self._in_process().pending(options, again=again)
+
+    @property
+    def pending_count(self) -> int:
+        ok, value = self._call("pending_count", timeout=5.0)
+        return value if ok else self._in_process().pending_count
+
+    @property
+    def thread_ident(self) -> int | None:
+        """The local service's loop thread, once one answers here (None: no loop runs here)."""
+        return None if self._local is None else self._local.thread_ident
+
+    def error_count(self) -> int:
+        ok, value = self._call("error_count", timeout=5.0)
+        return value if ok else self._in_process().error_count()
+
+    def diagnostics(self, path: str | os.PathLike[str] | None = None, *, cached: bool = False,
+                    within: Callable[[Path], bool] | None = None) -> Report:
+        where = None if path is None else str(self._normalize(path))
+        if cached and where is None:
+            where = os.getcwd()
+        ok, value = self._call("diagnostics", {"path": where, "cached": cached})
+        if not ok:
+            return self._in_process().diagnostics(where, cached=cached, within=within)
+        report = typing.cast(Report, value)
+        if within is None:
+            return report
+        from dataclasses import replace
+
+        return replace(report, files=tuple(f for f in report.files if within(f.path)))
+
+    def store_info(self, *, clear: bool = False) -> StoreInfo:
+        ok, value = self._call("store_info", {"clear": clear})
+        return value if ok else self._in_process().store_info(clear=clear)
+
+    # -- what does not cross ----------------------------------------------------------------
+
+    def feature(self, feature: Any, path: str | os.PathLike[str], line: int = 0,
+                column: int = 0, *, timeout: float | None = None) -> Any:
+        return self._in_process().feature(feature, path, line, column, timeout=timeout)
+
+    def trip(self, plan: Any, *, timeout: float | None = None) -> Any:
+        return self._in_process().trip(plan, timeout=timeout)
+
+    def close(self) -> None:
+        with self._relay_lock:
+            broker, self._broker = self._broker, None
+            local, self._local = self._local, None
+        if broker is not None:
+            broker.close()
+        if local is not None:
+            local.close()
+
+
+def attach(settings: Settings, *, cells_dir: Path | None = None,
+           budget: float = 15.0) -> RelayedService | str:
+    """The service of this process on the user's broker (started if none runs), or why not:
+    the broker is off (`broker` knob, `IPYLSP_BROKER=0`) or cannot be had."""
+    from ipylsp.broker.client import wanted
+
+    if not wanted(settings):
+        return "the broker is off (IPyLSP.broker, IPYLSP_BROKER)"
+
+    def make(current: Settings) -> Broker:
+        return Broker.attach(current, budget=budget, cells_dir=cells_dir)
+
+    try:
+        broker = make(settings)
+    except (BrokerUnavailable, BrokerError) as exc:
+        return f"no broker ({exc})"
+    return RelayedService(broker, settings, make_broker=make, cells_dir=cells_dir)
