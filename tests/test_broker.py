@@ -441,6 +441,26 @@ def test_clients_of_another_context_get_their_own_servers_the_same_context_share
     assert len(site.brokers()) == 1
 
 
+@real
+@mcp_sdk
+def test_clients_that_differ_only_in_their_directory_share_one_context_and_its_servers(
+    site: Site, tmp_path: Path,
+) -> None:
+    """The CLI (no directory of its own), an `ipylsp mcp` (the root is its directory and its
+    cells') and a second CLI in a plain directory below the workspace's parent: one context,
+    one ty and one ruff per root, each client's own baseline."""
+    assert site.cli("check", "bad.py") == Run(1, BAD_BLOCK + "\n", "")
+    info = site.status()
+    [ty] = servers_of(info)
+    [ruff] = servers_of(info, "ruff")
+    with mcp_session(site, tmp_path / "mcp.txt") as mcp:
+        assert mcp.ok("lsp_check", {"path": "bad.py"}) == BAD_BLOCK  # its own baseline
+        info = site.status()
+        assert (servers_of(info), servers_of(info, "ruff")) == ([ty], [ruff])
+        assert info["contexts"] == 1
+    assert (tmp_path / "mcp.txt").read_text() == ""
+
+
 # -- 4. faults -----------------------------------------------------------------------------------
 
 

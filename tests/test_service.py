@@ -14,6 +14,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -296,6 +297,31 @@ def test_missing_server_gives_the_hint_once_then_a_short_line(
         assert "install it from the fake store" in told.hint
         assert client.check(path).files[0].unknown[0].hint == ""
         assert service.check(path).files[0].unknown[0].hint == ""
+    finally:
+        client.close()
+
+
+@pytest.mark.real
+def test_a_sharing_client_works_in_a_directory_of_its_own_and_shares_the_rest(
+    tmp_path: Path, service_factory: list[Service]
+) -> None:
+    """A broker's client: the directory it works in decides where a file in no project
+    belongs (and its server's root); every other setting is the shared service's."""
+    plain = tmp_path / "plain"  # no git, no marker: a plain directory
+    (plain / "sub").mkdir(parents=True)
+    path = plain / "sub" / "a.sh"
+    path.write_text("ERROR:here\n")
+    owner = make(service_factory, settings())  # no directory of its own: the CLI's
+    alone = owner.check(path)
+    assert (alone.root, messages(alone)) == (None, [(str(path), 1, 1, "here")])
+    client = Service(replace(owner.settings, directory=plain), shares=owner)
+    try:
+        assert client.settings.directory == plain and owner.settings.directory is None
+        report = client.check(path)
+        assert (report.root, messages(report)) == (plain, [("sub/a.sh", 1, 1, "here")])
+        assert owner.check(path).root is None  # the owner's directory is still its own
+        with pytest.raises(ValueError, match="the shared one's settings"):
+            Service(replace(owner.settings, wait_budget=9.0), shares=owner)
     finally:
         client.close()
 

@@ -205,8 +205,11 @@ class BrokerProcess:
             return None, _error("bad_context", str(exc))
 
     def _session(self, args: dict[str, Any]) -> Session:
-        """The client's session (made at its first connection), one connection more."""
-        context = self._context(args)
+        """The client's session (made at its first connection), one connection more: its own
+        directory (`Settings.directory`) and cells' directory, its context's servers."""
+        context, settings = self._context(args)
+        cells = args.get("cells_dir")
+        cells_dir = Path(cells) if isinstance(cells, str) else None
         token = str(args.get("session") or "")
         if not token:
             raise ValueError("no session")
@@ -215,14 +218,19 @@ class BrokerProcess:
             if session is None:
                 from ipylsp.service import Service
 
-                session = Session(context, Service(shares=context.service),
+                session = Session(context, Service(settings, shares=context.service,
+                                                   cells_dir=cells_dir),
                                   int(args.get("pid") or 0))
                 self._sessions[(context.key, token)] = session
                 context.sessions += 1
             session.connections += 1
             return session
 
-    def _context(self, args: dict[str, Any]) -> Context:
+    def _context(self, args: dict[str, Any]) -> tuple[Context, Settings]:
+        """The context of a client's settings and environment, and its settings as the
+        client has them. Clients that differ only in the directory they work in
+        (`Settings.directory`: a kernel's, the server extension's root, none for the CLI)
+        and their cells' directory share one context, hence one server per (server, root)."""
         given = args.get("settings")
         settings = Settings() if given is None else read(Settings, given)
         raw = args.get("environment")
@@ -231,20 +239,18 @@ class BrokerProcess:
         # the client's whole environment: the value keeps only what servers read
         environment = read(Environment, raw)
         settings = _as_the_client_has_them(settings, raw.get("variables"))
-        cells = args.get("cells_dir")
-        cells_dir = Path(cells) if isinstance(cells, str) else None
+        shared = replace(settings, directory=None)
         key = hashlib.sha256(json.dumps(
-            [to_wire(settings), environment.digest(), cells], sort_keys=True,
+            [to_wire(shared), environment.digest()], sort_keys=True,
         ).encode()).hexdigest()[:16]
         with self._lock:
             found = self._contexts.get(key)
             if found is None:
                 from ipylsp.service import Service
 
-                found = Context(key, Service(settings, cells_dir=cells_dir,
-                                             environment=environment))
+                found = Context(key, Service(shared, environment=environment))
                 self._contexts[key] = found
-            return found
+            return found, settings
 
     # -- calls ------------------------------------------------------------------------------
 

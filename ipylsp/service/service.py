@@ -72,13 +72,20 @@ class Service:
         (`Environment.current`). `shares`: another service whose servers, loop and store
         this one uses, with its settings, environment and (unless given) `cells_dir` (a
         broker's client): this one keeps its own checked files, pending problems and
-        subscribers, and closing it stops none of that service's servers."""
+        subscribers, and closing it stops none of that service's servers; of `settings`, only
+        `directory` is its own (the directory its client works in), the rest must be the
+        shared service's (`ValueError`)."""
         self._cells_dir = cells_dir if cells_dir is not None or shares is None else (
             shares.cells_dir)
         self._host = shares
-        self._state: ServiceState = (
-            ServiceState(settings or Settings(), environment) if shares is None
-            else shares._state.sharing())
+        if shares is None:
+            self._state = ServiceState(settings or Settings(), environment)
+        else:
+            own = shares.settings if settings is None else settings
+            if replace(own, directory=shares.settings.directory) != shares.settings:
+                raise ValueError("a sharing service takes the shared one's settings "
+                                 "(its directory aside)")
+            self._state = shares._state.sharing(own.directory)
         self._loop: BackgroundLoop | None = None
         self._checker = Checker(self._state)
         self._control = ServerControl(

@@ -10,6 +10,9 @@ own beyond that: it may not check, query or render anything.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from ipylsp.model.environment import Environment
 from ipylsp.model.settings import Settings
 from ipylsp.service.answers import Answers, store_file
@@ -37,15 +40,19 @@ class ServiceState:
         self.answers = Answers(settings)
         """The store, as a cache of servers' answers (its `store` is None when off)."""
 
-    def sharing(self) -> ServiceState:
+    def sharing(self, directory: Path | None = None) -> ServiceState:
         """A state for another client of the same servers (a broker's client): the settings,
-        environment, pool, resolver and store of this one, and checked files of its own, so
-        that what its writes introduced is measured against its own last texts."""
+        environment, pool and store of this one, the directory the client works in
+        (`Settings.directory`: where a file in no project belongs, hence its servers' root)
+        and checked files of its own, so that what its writes introduced is measured
+        against its own last texts."""
         view = object.__new__(ServiceState)
         view.owner = False
-        view._settings = self._settings
+        view._settings = replace(self._settings, directory=directory)
         view.environment = self.environment
-        view.pool, view.resolver, view.answers = self.pool, self.resolver, self.answers
+        view.pool, view.answers = self.pool, self.answers
+        view.resolver = (self.resolver if directory == self._settings.directory
+                         else self.resolver.sharing(view._settings))
         view.known = KnownFiles()
         view.notices = Notices()
         return view

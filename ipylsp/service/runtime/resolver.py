@@ -49,6 +49,15 @@ class Resolver:
         self.environment = environment
         self._auto = AutoInstaller()
 
+    def sharing(self, settings: Settings) -> Resolver:
+        """A resolver for another client of the same pool whose `Settings.directory` is its
+        own (`settings`; everything else is this one's): its paths' workspaces, hence their
+        servers' roots, are its own, and the servers at those roots, and the automatic
+        installs, are shared."""
+        view = Resolver(settings, self.pool, self.environment)
+        view._auto = self._auto
+        return view
+
     @property
     def installs(self) -> dict[str, concurrent.futures.Future[installers.InstallResult]]:
         """Automatic installs by server id (see `autoinstall`)."""
