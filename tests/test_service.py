@@ -322,8 +322,15 @@ def test_a_sharing_client_works_in_a_directory_of_its_own_and_shares_the_rest(
         assert owner.check(path).root is None  # the owner's directory is still its own
         with pytest.raises(ValueError, match="the shared one's settings"):
             Service(replace(owner.settings, wait_budget=9.0), shares=owner)
+        # its in-memory document (a kernel's cells) is open in the shared server until it ends
+        cells = FileCheck(plain / "sub" / ".cells.sh", content="ERROR:cell\n", virtual=True)
+        assert messages(client.check_files([cells])) == [("sub/.cells.sh", 1, 1, "cell")]
+        opened = {row.root: row.open_documents for row in owner.status()}
+        assert opened == {plain / "sub": 1, plain: 2}  # the owner's root, the client's
     finally:
         client.close()
+    opened = {row.root: row.open_documents for row in owner.status()}
+    assert opened == {plain / "sub": 1, plain: 1}  # the file stays, the cells are closed
 
 
 @pytest.mark.real

@@ -502,6 +502,9 @@ class Service:
         if loop is not None and loop.running:
             with contextlib.suppress(Exception):
                 loop.run(self._late.close(), 5)
+            if self._host is not None and self._sink.virtual:
+                with contextlib.suppress(Exception):  # its documents go with it, not the servers
+                    loop.run(self._close_virtual(), 5)
             if self._host is None:
                 with contextlib.suppress(Exception):
                     loop.run(self._state.pool.close(), self.settings.shutdown_grace * 2 + 5)
@@ -513,6 +516,14 @@ class Service:
         from ipylsp.service.runtime.status_file import remove_status
 
         remove_status(data_dir(self.settings), id(self))
+
+    async def _close_virtual(self) -> None:
+        """Close, in the shared servers, the in-memory documents this client sent (a kernel's
+        cells): nothing of a client that ended stays open for the others' servers."""
+        paths = [Path(p) for p in self._sink.virtual]
+        for _, client in self._state.pool.clients():
+            for path in paths:
+                await client.close_document(path)  # nothing when it is not open there
 
     def __enter__(self) -> Service:
         return self
