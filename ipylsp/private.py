@@ -14,8 +14,9 @@ Owns two rules (ARCHITECTURE.md, "Private by construction"):
   (or root) can write to, a sticky `/tmp` included, since there others can create new files.
   `seal` writes the configuration that ends those walks into a directory of ours.
 
-Touches the file system (stat, mkdir, chmod, `tempfile.mkdtemp`, the seal file) and reads
-the user and group databases; knows nothing of servers, services or surfaces.
+Touches the file system (stat, mkdir, chmod, `tempfile.mkdtemp`, the seal file, written once
+and atomically) and reads the user and group databases; knows nothing of servers, services or
+surfaces.
 """
 
 from __future__ import annotations
@@ -212,9 +213,29 @@ def scratch_dir(prefix: str, *fallbacks: str | os.PathLike[str]) -> Path:
 
 
 def seal(directory: Path) -> None:
-    """Write `SEAL` into `directory` (ours): servers rooted there read no configuration from
-    its parents."""
-    (directory / SEAL_NAME).write_text(SEAL, encoding="utf-8")
+    """Write `SEAL` into `directory` (ours), once: servers rooted there read no configuration
+    from its parents. Processes may seal one directory at the same moment (kernels starting
+    together in one directory: `cells_place`): a seal already as written is left alone (a
+    server rooted there sees no change), else one is written under a name of its own and
+    renamed into place, so that no reader ever finds it empty or half written (an empty
+    `pyproject.toml` would end no walk)."""
+    import tempfile  # here: a thin client that only checks a directory does not pay for it
+
+    target = directory / SEAL_NAME
+    with contextlib.suppress(OSError):
+        info = os.lstat(target)
+        if stat.S_ISREG(info.st_mode) and info.st_size == len(SEAL.encode()) and (
+                target.read_text(encoding="utf-8") == SEAL):
+            return
+    fd, fresh = tempfile.mkstemp(prefix=f".{SEAL_NAME}.", suffix=".new", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(SEAL)
+        os.replace(fresh, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(fresh)
+        raise
 
 
 def is_sealed(directory: Path) -> bool:

@@ -13,12 +13,14 @@ import os
 import pathlib
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
+from ipylsp import private
 from ipylsp.analysis.cells import window
 from ipylsp.analysis.cells.attribution import Kernel, by_cell
 from ipylsp.analysis.cells.document import CellHistory, make_cell, unbound_loads
@@ -30,6 +32,7 @@ from ipylsp.ipython.namespace import stub_prelude
 from ipylsp.ipython.reading import read_with, static_reader
 from ipylsp.model.diagnostics import Diagnostic, Position, Range, Report, Severity
 from ipylsp.model.settings import Settings
+from ipylsp.servers import cells_place
 from ipylsp.service.service import FileCheck, Service
 from tests.real_servers import DATA_DIR
 
@@ -531,25 +534,31 @@ class _NoServers:
         return Report()
 
 
-def test_a_sessions_own_directory_goes_with_it(
+def test_a_sessions_shared_directory_stays_for_the_others_when_it_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Outside a workspace (a directory others can write to), the document gets a sealed
-    directory of its own: removed when the session is closed, or collected (and at exit)."""
+    directory shared by the sessions working in that directory: one closed, or collected (or
+    at exit), releases its hold and the directory stays for the others; the sweep removes it
+    once nobody holds it and it went unused for `SHARED_KEPT` (tests/test_cells_place.py)."""
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o1777)
     monkeypatch.chdir(shared)
     closed = CellSession(_NoServers(), private_parent=tmp_path / "data")
-    own = closed.path.parent
-    assert own.parent == tmp_path / "data" / "cells" and own.is_dir()
-    closed.close()
-    assert not own.exists()
+    place = closed.path.parent
+    assert place == tmp_path / "data" / "cells" / cells_place.shared_name(shared)
+    assert closed.path == cells_place.document_in(place) and private.is_sealed(place)
     dropped = CellSession(_NoServers(), private_parent=tmp_path / "data")
-    own = dropped.path.parent
+    assert dropped.path.parent == place
+    closed.close()
     del dropped
     gc.collect()
-    assert not own.exists()
+    assert private.is_sealed(place)
+    week = time.time() - cells_place.SHARED_KEPT - 60
+    os.utime(place.with_name(place.name + ".lock"), (week, week))
+    cells_place._sweep(place.parent)  # nobody holds it, unused for a week: removed
+    assert not place.exists()
 
 
 def test_each_surface_holds_its_session_and_the_process_one_follows_the_service(

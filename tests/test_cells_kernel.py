@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from ipylsp import private
+from ipylsp.servers import cells_place
 from tests.contracts import validate_report
 from tests.test_ipython_kernel import (
     FAKE_SERVER,
@@ -374,3 +376,66 @@ def test_a_rerun_reports_a_caller_far_older_than_the_window(kernel: CellKernel) 
         "ERROR [1:17] Too many positional arguments to function `area`: expected 1, got 2 "
         "[too-many-positional-arguments] (ty)",
     )]
+
+
+SESSION_PATH = ("from ipylsp.ipython.extension import current\n"
+                "print(current(get_ipython()).cells.session.path)")
+"""A cell printing where the kernel's cells' document says it lives."""
+
+
+@pytest.mark.parametrize("others_write", [False, True], ids=["private", "others-can-write"])
+def test_kernels_in_one_plain_directory_have_their_cells_checked_at_one_root(
+    tmp_path: Path, others_write: bool
+) -> None:
+    """Two kernels working in one directory that is in no project (no git, no marker):
+    their cells' documents say they live in one directory, so the servers of one root check
+    them all (a broker's pool: one server for both); each kernel's document is its own, and
+    so are its problems, reported as in a workspace. Only the user can write there: that
+    directory itself; another user can (a group's shared directory): a sealed directory in
+    the data dir that every kernel working there shares (ipylsp.servers.cells_place). Nothing
+    is written in the user's directory."""
+    where = tmp_path / "plain"
+    where.mkdir(mode=0o700)
+    if others_write:
+        where.chmod(0o1777)
+    data = tmp_path / "data"
+    kernels = [CellKernel(kernel_dir_for(tmp_path), where, ipython_dir=tmp_path / f"ipy{n}")
+               for n in (1, 2)]
+    for k in kernels:
+        k.env["XDG_DATA_HOME"] = str(data)
+    with kernels[0] as first, kernels[1] as second:
+        documents = []
+        for k in (first, second):
+            assert k.run("%load_ext ipylsp").outputs == []
+            assert k.run(TY_RUFF).outputs == []
+            document = Path(k.run(SESSION_PATH).stdout.strip())
+            documents.append(document)
+            # the first checks do not wait for servers to start; this one makes sure they run
+            assert k.run(f"import ipylsp\nwarm = ipylsp.get_service().start({str(document)!r})"
+                         ).outputs == []
+        place = (data / "ipylsp" / "cells" / cells_place.shared_name(where) if others_write
+                 else where)
+        assert [d.parent for d in documents] == [place, place]
+        assert [d.name for d in documents] == [f".ipylsp-cells-{k.pid}.py"
+                                               for k in (first, second)]
+        assert others_write == private.is_sealed(place)
+        defined = first.run("def f(x: int) -> int:\n    return x")
+        call = first.run("f('s')")
+        unbound = second.run("print(f)")  # f is the first kernel's, never the second's
+        typed = second.run("x: int = 's'")
+        assert [defined.outputs, ours(call), ours(unbound), ours(typed)] == [[], [block(
+            f"cell [{call.count}]",
+            "ERROR [1:3] Argument to function `f` is incorrect: Expected `int`, found "
+            '`Literal["s"]` [invalid-argument-type] (ty)',
+        )], [block(
+            f"cell [{unbound.count}]",
+            "ERROR [1:7] Name `f` used when not defined [unresolved-reference, F821] (ty, Ruff)",
+        )], [block(
+            f"cell [{typed.count}]",
+            'ERROR [1:10] Object of type `Literal["s"]` is not assignable to `int` '
+            "[invalid-assignment] (ty)",
+        )]]
+        for k in (first, second):
+            status = k.run("print(*(row.root for row in ipylsp.get_service().status()))")
+            assert set(status.stdout.split()) == {str(place)}, status.outputs
+    assert list(where.iterdir()) == []

@@ -25,6 +25,7 @@ import pytest
 from ipylsp import private
 from ipylsp.cells.session import CellSession
 from ipylsp.model.diagnostics import UnknownReason
+from ipylsp.servers import cells_place
 from tests.test_cells_kernel import ours
 from tests.test_ipython_kernel import TY_RUFF, Cell, Kernel, block, kernel_dir_for
 
@@ -150,8 +151,9 @@ def test_paths_planted_by_another_user_are_never_adopted(
     assert ours(clean) == [_cell_block(clean, UNDEFINED_LINE)]
     created = tree(shared) - before
     status = result(k.run("%lsp status"))
-    # everything the clean run keeps is in directories of ours, 0700, below the home
-    mine = [p for p in created if p.is_dir() and f"-{k.pid}-" in p.name]
+    # everything the clean run keeps is in directories of ours, 0700, below the home; the
+    # cells' place is the one every kernel of the user's working in `home` shares
+    mine = [p for p in created if p.is_dir() and p.name == cells_place.shared_name(home)]
     assert len(mine) == 1, created
     assert stat.S_IMODE(os.stat(mine[0]).st_mode) == 0o700
     assert str(mine[0]) in status

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import shutil
 import threading
 import warnings
 import weakref
@@ -100,9 +99,11 @@ class CellSession:
         self._path = path
         self._markers = tuple(markers)
         self._private_parent = private_parent
-        self._made: weakref.finalize[[Path], CellSession] | None = None
-        """Removes the directory of its own this session made: at `close`, when the session
-        is collected, or at the interpreter's exit, whichever comes first."""
+        self._held: weakref.finalize[[], CellSession] | None = None
+        """Releases this session's hold on the directory its document shares with the other
+        kernels in its working directory outside a workspace (`cells_place.Hold`): at
+        `close`, when the session is collected, or at the interpreter's exit, whichever comes
+        first."""
         self._path_lock = threading.Lock()
         self.history = CellHistory(cap=cap)
         self._last: CellDocument | None = None
@@ -228,10 +229,10 @@ class CellSession:
             if self._path is None:
                 from ipylsp.service import cells_place
 
-                self._path, made = cells_place.default_path(self._markers,
+                self._path, held = cells_place.default_path(self._markers,
                                                             self._private_parent)
-                if made is not None:
-                    self._made = weakref.finalize(self, _remove, made)
+                if held is not None:
+                    self._held = weakref.finalize(self, held.release)
             return self._path
 
     @property
@@ -241,11 +242,12 @@ class CellSession:
         return self._last
 
     def close(self) -> None:
-        """The directory of its own made outside a workspace (`cells_place.default_path`) is
-        removed."""
-        if self._made is not None:
-            self._made()
-            self._made = None
+        """Its hold on the directory shared outside a workspace (`cells_place.default_path`)
+        is released: the directory stays for the other kernels there, until the sweep finds
+        it unused."""
+        if self._held is not None:
+            self._held()
+            self._held = None
 
     def clear(self) -> None:
         with self._lock:
@@ -311,10 +313,6 @@ def _key(cell_id: str | None, source: str) -> str:
         return f"{IDENTIFIED}{cell_id}"
     digest = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
     return f"src:{digest}"
-
-
-def _remove(directory: Path) -> None:
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 _process_lock = threading.Lock()
