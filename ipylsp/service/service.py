@@ -66,8 +66,8 @@ class Service:
                  ) -> None:
         """`cells_dir`: the directory whose servers check the cells' document of this
         service's surfaces (the server extension's root: its cell checks share the servers of
-        its file checks); None: the working directory when it is a workspace, else a
-        directory of its own (`cells_place.default_path`). `environment`: the client's, which
+        its file checks); None: where `cells_place.default_path` puts it (the working
+        directory, or a sealed directory shared by the kernels working in the same one). `environment`: the client's, which
         servers are found and run in (its interpreter, PATH, GOPATH...); None: this process's
         (`Environment.current`). `shares`: another service whose servers, loop and store
         this one uses, with its settings, environment and (unless given) `cells_dir` (a
