@@ -5,6 +5,7 @@ the cell's `execute_result` `text/plain` (some agent tools read nothing else). B
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -138,6 +139,15 @@ def _parser() -> _Parser:
     return parser
 
 
+def _this_kernel_once(info: dict[str, Any]) -> dict[str, Any]:
+    """A broker's status with this kernel's sessions as one: `client.summary` leaves out the
+    asking connection's, and this kernel's own (its checks') is no other client either."""
+    own = os.getpid()
+    theirs = [row for row in info.get("clients", [])
+              if not (isinstance(row, dict) and row.get("pid") == own)]
+    return {**info, "clients": [*theirs, {"pid": own}]}
+
+
 def parse_position(text: str) -> tuple[str, int, int]:
     """`path:line:col` (1-based) -> (path, 0-based line, 0-based column)."""
     parts = text.rsplit(":", 2)
@@ -197,7 +207,7 @@ class LspMagics(Magics):
         from ipylsp.broker.client import running, summary
 
         broker = running(settings)
-        line = "" if broker is None else summary(broker) + "\n"
+        line = "" if broker is None else summary(_this_kernel_once(broker)) + "\n"
         reason = self.checks.in_process_reason
         if reason is not None:
             line += f"this kernel's servers run in it, not in the broker: {reason}\n"
