@@ -47,6 +47,11 @@ class Box:
 box = Box(2)
 size: str = box.area()
 """
+
+OFF = ("\nthis kernel's servers run in it, not in the broker: the broker is off (IPyLSP.broker, "
+       "IPYLSP_BROKER)")
+"""The last line of `%lsp status` in these tests, whose kernels run with IPYLSP_BROKER=0."""
+
 APP_ERROR = (
     "ERROR [10:13] Object of type `int` is not assignable to `str` [invalid-assignment] (ty)"
 )
@@ -203,7 +208,7 @@ HELP = {
         '  -h, --help  show this help message and exit\n'
     ),
     'stop': (
-        'usage: %lsp stop [-h] [id]\n'
+        'usage: %lsp stop [-h] [--shared] [id]\n'
         '\n'
         'stop servers (all, or one id)\n'
         '\n'
@@ -212,9 +217,11 @@ HELP = {
         '\n'
         'options:\n'
         '  -h, --help  show this help message and exit\n'
+        '  --shared    stop them also when other kernels or agents use them (the\n'
+        "              broker's)\n"
     ),
     'restart': (
-        'usage: %lsp restart [-h] [id]\n'
+        'usage: %lsp restart [-h] [--shared] [id]\n'
         '\n'
         'restart servers (all, or one id)\n'
         '\n'
@@ -223,6 +230,8 @@ HELP = {
         '\n'
         'options:\n'
         '  -h, --help  show this help message and exit\n'
+        '  --shared    restart them also when other kernels or agents use them (the\n'
+        "              broker's)\n"
     ),
     'check': (
         'usage: %lsp check [-h] [--before FILE] [--all]\n'
@@ -408,10 +417,10 @@ def test_status_before_any_server(shell: InteractiveShell, workspace: Path) -> N
     assert text == (
         "no server running (servers start when a file is checked)\n"
         f"installed: {', '.join(installed_here())}\n"
-        "checking cell writes: on, cells' code: on"
+        "checking cell writes: on, cells' code: on" + OFF
     )
     assert cli(workspace, "status") == text.removesuffix(
-        "checking cell writes: on, cells' code: on"
+        "checking cell writes: on, cells' code: on" + OFF
     )
 
 
@@ -474,7 +483,7 @@ def test_start_check_and_features(shell: InteractiveShell, workspace: Path) -> N
         f"ruff  running  {ws}  pid {pids['ruff']:<{pid_width}}  (this process)\n"
         f"installed: {', '.join(installed_here())}\n"
     )
-    assert lsp(shell, "status").text == status + "checking cell writes: on, cells' code: on"
+    assert lsp(shell, "status").text == status + "checking cell writes: on, cells' code: on" + OFF
     assert cli(workspace, "status") == status  # the same rows, from the kernel's status file
 
     # a cell writes app.py: reported by the hook
@@ -538,12 +547,12 @@ def test_pending_hands_over_once(shell: InteractiveShell, app_written: None) -> 
 @pytest.mark.real
 def test_on_off(shell: InteractiveShell) -> None:
     assert lsp(shell, "off").text == "ipylsp: not checking files written by cells"
-    assert lsp(shell, "status").text.endswith("checking cell writes: off, cells' code: off")  # type: ignore[union-attr]
+    assert lsp(shell, "status").text.endswith("checking cell writes: off, cells' code: off" + OFF)  # type: ignore[union-attr]
     with capture_output() as captured:
         shell.run_cell("open('off.py', 'w').write('x: int = \"s\"\\n')", store_history=False)
     assert captured.outputs == []
     assert lsp(shell, "on").text == "ipylsp: checking files written by cells"
-    assert lsp(shell, "status").text.endswith("checking cell writes: on, cells' code: on")  # type: ignore[union-attr]
+    assert lsp(shell, "status").text.endswith("checking cell writes: on, cells' code: on" + OFF)  # type: ignore[union-attr]
 
 
 @pytest.mark.real
@@ -555,7 +564,7 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
         f"ty    stopped  {ws}  {'':<{len(str(pids['ruff'])) + 4}}  (this process)\n"
         f"ruff  running  {ws}  pid {pids['ruff']}  (this process)\n"
         f"installed: {', '.join(installed_here())}\n"
-        "checking cell writes: on, cells' code: on"
+        "checking cell writes: on, cells' code: on" + OFF
     )
     assert lsp(shell, "stop").text == "stopped 1 server"  # ty was stopped already
     assert lsp(shell, "stop").text == "stopped 0 servers"
@@ -567,7 +576,7 @@ def test_stop_and_restart(shell: InteractiveShell, workspace: Path, servers_runn
     assert lsp(shell, "status").text == (
         "no server running (servers start when a file is checked)\n"
         f"installed: {', '.join(installed_here())}\n"
-        "checking cell writes: on, cells' code: on"
+        "checking cell writes: on, cells' code: on" + OFF
     )
     with capture_output() as captured:  # and the next write starts them again
         shell.run_cell("open('again.py', 'w').write('x: int = \"s\"\\n')", store_history=False)

@@ -298,8 +298,9 @@ class BrokerProcess:
         if method not in RELAYED or not isinstance(given, dict):
             return _error("bad_call", f"{method!r} is not a relayed facade method")
         if method in ("stop", "restart") and not args.get("shared"):
-            with self._lock:
-                others = session.context.sessions - 1
+            with self._lock:  # another process's sessions: not this client's status askers
+                others = len({s.pid for s in self._sessions.values()
+                              if s.context is session.context and s.pid != session.pid})
             if others > 0:
                 return _error("shared", str(others))
         local = {"progress": progress} if method in ("check_files", "check_rest") else {}

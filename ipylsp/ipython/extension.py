@@ -76,11 +76,11 @@ class CellChecks:
         else the process-wide one, in-process, and why (`in_process`, which `%lsp status`
         says)."""
         if self._service is None:
-            from ipylsp.broker.relay import attach
+            from ipylsp.broker.relay import RelayedService, attach
 
             settings = _in_cwd(self.settings)
             relayed = attach(settings)
-            if isinstance(relayed, str):
+            if not isinstance(relayed, RelayedService):  # off, or why none can be had
                 from ipylsp.service import get_service
 
                 self.in_process = relayed

@@ -209,9 +209,10 @@ class LspMagics(Magics):
         broker = running(settings)
         line = "" if broker is None else summary(_this_kernel_once(broker)) + "\n"
         reason = self.checks.in_process_reason
-        if reason is not None:
-            line += f"this kernel's servers run in it, not in the broker: {reason}\n"
-        return TextView(f"{line}{status}\nchecking cell writes: {writes}, cells' code: {code}")
+        said = ("" if reason is None
+                else f"\nthis kernel's servers run in it, not in the broker: {reason}")
+        return TextView(f"{line}{status}\nchecking cell writes: {writes}, cells' code: {code}"
+                        f"{said}")
 
     def _list(self, args: argparse.Namespace) -> TextView:
         return TextView(str(self.checks.service.servers(installed_only=args.installed)))

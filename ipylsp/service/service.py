@@ -64,17 +64,16 @@ class Service:
     def __init__(self, settings: Settings | None = None, *, cells_dir: Path | None = None,
                  environment: Environment | None = None, shares: Service | None = None
                  ) -> None:
-        """`cells_dir`: the directory whose servers check the cells' document of this
-        service's surfaces (the server extension's root: its cell checks share the servers of
-        its file checks); None: where `cells_place.default_path` puts it (the working
-        directory, or a sealed directory shared by the kernels working in the same one). `environment`: the client's, which
+        """`cells_dir`: the directory whose servers check the cells' document of this service's
+        surfaces (the server extension's root: its cell checks share the servers of its file
+        checks); None: where `cells_place.default_path` puts it (the working directory, or a sealed
+        directory shared by the kernels working in the same one). `environment`: the client's, which
         servers are found and run in (its interpreter, PATH, GOPATH...); None: this process's
-        (`Environment.current`). `shares`: another service whose servers, loop and store
-        this one uses, with its settings, environment and (unless given) `cells_dir` (a
-        broker's client): this one keeps its own checked files, pending problems and
-        subscribers, and closing it stops none of that service's servers; of `settings`, only
-        `directory` is its own (the directory its client works in), the rest must be the
-        shared service's (`ValueError`)."""
+        (`Environment.current`). `shares`: another service whose servers, loop and store this one
+        uses, with its settings, environment and (unless given) `cells_dir` (a broker's client):
+        this one keeps its own checked files, pending problems and subscribers, and closing it stops
+        none of that service's servers; of `settings`, only `directory` is its own (the directory
+        its client works in), the rest must be the shared service's (`ValueError`)."""
         self._cells_dir = cells_dir if cells_dir is not None or shares is None else (
             shares.cells_dir)
         self._host = shares
