@@ -87,8 +87,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     for name in USERS:
         write_as(name, home(name) / "app.py", BROKEN)  # MCP checks it
         write_as(name, home(name) / "rest.py", BROKEN)  # the REST route checks it
+    # The broker off, as for the rest of the suite (the spawner passes on none of its
+    # environment): these servers and kernels run their own language servers, below them.
     with sticky_dir() as shared, Hub(
-        tmp_path_factory.mktemp("hub"), {"TMPDIR": str(shared), MARKER_VAR: MARKER},
+        tmp_path_factory.mktemp("hub"),
+        {"TMPDIR": str(shared), MARKER_VAR: MARKER, "IPYLSP_BROKER": "0"},
         interrupt_timeout=60,
     ) as hub:
         hub.spawn(*USERS)

@@ -66,36 +66,39 @@ def stopped(process: subprocess.Popen[bytes], log: Path, timeout: float = 30) ->
                     f"{log.read_text(errors='replace')[-8000:]}")
 
 
-def _start(base: Path, cwd: Path | None = None, *, home: bool = False
+def _start(base: Path, cwd: Path | None = None, *, home: bool = False,
+           env: dict[str, str] | None = None, config: str = "", app: str = BROKEN,
            ) -> tuple[subprocess.Popen[bytes], int, Path]:
-    """A real `jupyter server` with the extension on a git workspace holding app.py (its log
-    in `base/server.log`), answering; started in `cwd` (else this process's). `home`: the
-    root is the user's home instead, no workspace (JupyterHub's single-user server), and
-    Jupyter's and the servers' own files go elsewhere."""
+    """A real `jupyter server` with the extension on a git workspace holding app.py (`app`;
+    its log in `base/server.log`), answering; started in `cwd` (else this process's), in
+    `env` (else this process's environment). `home`: the root is the user's home instead, no
+    workspace (JupyterHub's single-user server), and Jupyter's and the servers' own files go
+    elsewhere. `config`: lines of `jupyter_server_config.py` after the test's own."""
     require("ty")
     require("ruff")
     root = base / "root"
     root.mkdir()
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config")}
+    env = {**(os.environ if env is None else env), "JUPYTER_CONFIG_DIR": str(base / "config")}
     if home:
         env.update(HOME=str(root), JUPYTER_RUNTIME_DIR=str(base / "runtime"),
                    JUPYTER_DATA_DIR=str(base / "data"), XDG_CACHE_HOME=str(base / "cache"),
                    IPYTHONDIR=str(base / "ipython"), npm_config_cache=str(base / "npm"))
     else:
         subprocess.run(["git", "init", "-q", str(root)], check=True)
-    (root / "app.py").write_text(BROKEN)
-    config = base / "jupyter_server_config.py"
-    config.write_text(
+    (root / "app.py").write_text(app)
+    settings = base / "jupyter_server_config.py"
+    settings.write_text(
         "c.IPyLSP.language_servers = {'python': ['ty', 'ruff']}\n"
         f"c.IPyLSP.data_dir = {str(DATA_DIR)!r}\n"
         # SIGUSR2: every thread's stack into the log (`stopped`: a stop that hangs says where)
         "import faulthandler, signal\n"
         "faulthandler.register(signal.SIGUSR2, all_threads=True)\n"
+        + config
     )
     port = _free_port()
     with (base / "server.log").open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "jupyter_server", "--no-browser", f"--config={config}",
+            [sys.executable, "-m", "jupyter_server", "--no-browser", f"--config={settings}",
              f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
              "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}",
              f"--IdentityProvider.token={TOKEN}", "--ServerApp.allow_root=True"],

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from ipylsp.agent.result import ToolCaller
-    from ipylsp.agent.toolbox import Toolbox
     from ipylsp.model.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -184,7 +183,7 @@ def _sdk_server(
     return cast("Server[Any]", server)
 
 
-def http_session_manager(toolbox: Toolbox) -> Any:
+def http_session_manager(toolbox: ToolCaller) -> Any:
     """The SDK's streamable-HTTP session manager for `toolbox`'s tools: stateless, JSON
     answers (each request complete in itself). Run it with `async with manager.run()` and
     hand it ASGI calls (`handle_request`); the Jupyter server extension does."""

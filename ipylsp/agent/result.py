@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ipylsp.agent.errors import ErrorCode, ToolError
+from ipylsp.agent.errors import CODES, ErrorCode, ToolError
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +29,16 @@ class ToolResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (HTTP routes, logs)."""
+        """JSON-ready (HTTP routes, logs, the broker's answer to a relayed call)."""
         return {"ok": self.ok, "text": self.text, "data": self.data, "error_code": self.error_code}
+
+    @classmethod
+    def from_dict(cls, answer: dict[str, Any]) -> ToolResult:
+        """Back from `to_dict` (a tool the broker ran); what is not of its type is dropped."""
+        data, code = answer.get("data"), answer.get("error_code")
+        return cls(ok=answer.get("ok") is True, text=str(answer.get("text", "")),
+                   data=data if isinstance(data, dict) else {},
+                   error_code=next((known for known in CODES if known == code), None))
 
     def __str__(self) -> str:
         return self.text

@@ -56,7 +56,9 @@ _NEXT_STEP: dict[ErrorCode, str] = {
 class Toolbox:
     """The agent tools for `root` (default: the current directory), answered by `service`
     (default: the process-wide one, shared with the notebook's own checks); `cells`: the
-    cells' session `lsp_check_cell` checks against (default: `cells`)."""
+    cells' session `lsp_check_cell` checks against (default: `cells`); `in_process`: says why
+    the servers run in this process and not in the user's broker, where the surface knows
+    (`lsp_status` says it)."""
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class Toolbox:
         *,
         max_chars: int | None = None,
         cells: CellSession | None = None,
+        in_process: Callable[[], str | None] | None = None,
     ) -> None:
         self._service = service
         self._own_service = service is not None
@@ -72,6 +75,7 @@ class Toolbox:
         self._max_chars = max_chars
         self._cells = cells
         self._cells_lock = threading.Lock()
+        self._in_process = in_process
 
     @property
     def service(self) -> Service:
@@ -93,6 +97,12 @@ class Toolbox:
                 self._cells = (CellSession.over(self.service) if self._own_service
                                else process_session())
             return self._cells
+
+    @property
+    def in_process(self) -> str | None:
+        """Why this box's servers run in this process, not in the user's broker (None: they
+        do not, or its surface does not say)."""
+        return None if self._in_process is None else self._in_process()
 
     @property
     def max_chars(self) -> int:

@@ -582,8 +582,4 @@ class RelayedTools:
                     return self._local.call(name, arguments)
             return ToolResult.failure(ToolError(
                 "server_unavailable", f"ipylsp's broker did not answer ({exc}); retry"))
-        data = answer.get("data")
-        code = answer.get("error_code")
-        return ToolResult(ok=answer.get("ok") is True, text=str(answer.get("text", "")),
-                          data=data if isinstance(data, dict) else {},
-                          error_code=code if isinstance(code, str) else None)  # type: ignore[arg-type]
+        return ToolResult.from_dict(answer)

@@ -6,7 +6,9 @@ over the broker's socket, `{"call": "service", "args": {"method": ..., "args": .
 arguments and answer take the model's one wire form (`model.wire`) as typed by `Service`'s own
 signature (`hints`): the contract is the facade's, read on both sides, never copied. What
 cannot cross (a callback; a `Feature` with its functions; installing, which needs no running
-server) is done in this process by a local `Service` made on first need.
+server) is done in this process by a local `Service` made on first need; an agent tool, whose
+queries would need features, is relayed whole instead (`tool`: the broker's tools, in this
+client's session, as the Jupyter server extension asks them).
 
 Never worse than in-process: where the broker cannot be had any more (it does not start, it
 refuses), the local `Service` answers this call and every later one, said once in
@@ -143,20 +145,15 @@ class RelayedService(Service):
                 self._local = Service(self._settings, cells_dir=self._relay_cells_dir)
             return self._local
 
-    def _call(self, method: str, args: dict[str, Any] | None = None, *,
-              timeout: float | None = None, progress: Callable[[str], None] | None = None,
-              shared: bool = False) -> tuple[bool, Any]:
-        """(True, the broker's answer, decoded) or (False, None) when this process must
-        answer (the broker is gone for good: said once). `BrokerLate` when the broker took
-        the call and did not answer in time."""
+    def _ask(self, ask: Callable[[Broker], Any]) -> tuple[bool, Any]:
+        """(True, `ask(broker)`) or (False, None) when this process must answer (the broker
+        is gone for good: said once). `BrokerLate` when the broker took the call and did not
+        answer in time."""
         broker = self._broker
         if broker is None:
             return False, None
-        budget = self._settings.wait_budget if timeout is None else timeout
         try:
-            answer = broker.call("service", {"method": method, "shared": shared,
-                                             "args": encode_args(method, args or {})},
-                                 timeout=budget + ANSWER_MARGIN, progress=progress)
+            return True, ask(broker)
         except BrokerLate:
             raise
         except BrokerError as exc:
@@ -165,11 +162,31 @@ class RelayedService(Service):
             if exc.kind in ("bad_call", "failed"):
                 raise RuntimeError(f"ipylsp's broker: {exc}") from None
             self._in_process(f"the broker refused: {exc}")
-            return False, None
         except BrokerUnavailable as exc:
             self._in_process(f"no broker ({exc})")
-            return False, None
-        return True, from_wire(hints(method)["return"], answer)
+        return False, None
+
+    def _call(self, method: str, args: dict[str, Any] | None = None, *,
+              timeout: float | None = None, progress: Callable[[str], None] | None = None,
+              shared: bool = False) -> tuple[bool, Any]:
+        """(True, the broker's answer, decoded) or (False, None): `_ask`."""
+        budget = self._settings.wait_budget if timeout is None else timeout
+        ok, answer = self._ask(lambda broker: broker.call(
+            "service", {"method": method, "shared": shared,
+                        "args": encode_args(method, args or {})},
+            timeout=budget + ANSWER_MARGIN, progress=progress))
+        return (True, from_wire(hints(method)["return"], answer)) if ok else (False, None)
+
+    def tool(self, name: str, arguments: dict[str, Any] | None, *, root: Path,
+             max_chars: int | None = None) -> dict[str, Any] | None:
+        """An agent tool's call answered by the broker's tools for the workspace `root`, in
+        this client's session (its `ToolResult.to_dict()`), where its checks are: None when
+        this process must answer (`_ask`). `BrokerLate` when the broker took it and did not
+        answer within the budget."""
+        ok, answer = self._ask(lambda broker: broker.tool(
+            name, arguments, root=root, max_chars=max_chars,
+            timeout=self._settings.wait_budget + ANSWER_MARGIN))
+        return typing.cast("dict[str, Any]", answer) if ok else None
 
     # -- configuration ------------------------------------------------------------------------
 

@@ -249,9 +249,10 @@ class Settings:
         "bind mount owned by the host's user, a WSL drive."))
     """Resolved, as the roots they are compared with."""
     broker: bool = field(default=True, metadata=knob(
-        "Serve `ipylsp check` and `ipylsp mcp` from your broker: one process that keeps "
-        "language servers warm for all of them (docs/broker.md). False: each runs its own "
-        "servers, as the broker does when it cannot be had."))
+        "Serve `ipylsp check`, `ipylsp mcp`, kernels and the Jupyter server extension from "
+        "your broker: one process that keeps language servers warm for all of them "
+        "(docs/broker.md). False: each runs its own servers, as each does when the broker "
+        "cannot be had."))
     broker_idle: float = field(default=900.0, metadata=knob(
         "Seconds the broker waits with no client and no call before it ends (its servers "
         "with it).", minimum=1))

@@ -37,7 +37,7 @@ class IPyLSPServer(ExtensionApp):
         # absolute paths against this absolute one instead.
         server.web_app.settings.setdefault("page_config_data", {})[ROOT_OPTION] = str(root)
         stop_on_sigint(server)
-        current = state.start(root, settings)
+        current = state.start(root, settings, server.log)
         self.settings["ipylsp_state"] = current
         self.settings["ipylsp_mcp"] = self._mcp = McpBridge(current.toolbox)
 

@@ -96,16 +96,14 @@ class IPyLSPHandler(APIHandler):
 
 
 class StatusHandler(IPyLSPHandler):
-    """This server's own servers and every kernel's (their status files), installed servers,
-    and the current errors summed over this server and every kernel."""
+    """This server's servers (the user's broker's, or its own) and every kernel's (their
+    status files), installed servers, the current errors summed over this server and every
+    kernel, and why this server's servers run in its own process (`in_process`, else null)."""
 
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.reply(await asyncio.to_thread(self._status))
-
-    def _status(self) -> dict[str, Any]:
-        return self.state.service.servers_status().to_json()
+        self.reply(await asyncio.to_thread(self.state.status))
 
 
 class CheckHandler(IPyLSPHandler):

@@ -8,8 +8,9 @@ jupyter-server-mcp serves them on a port of its own without authentication, so t
 (`mcp_tools`) names none unless the Jupyter server's configuration turns them on
 (`c.IPyLSP.jupyter_ai_tools = True`).
 
-They answer from the ipylsp server extension's Service when it is loaded (the same Jupyter
-server), else from the process-wide one rooted at the current directory. A failed call raises
+They answer from the ipylsp server extension's tools when it is loaded (the same Jupyter
+server: the user's broker's, unless it is off or cannot be had), else from the process-wide
+service rooted at the current directory. A failed call raises
 `ToolFailed` with the tool's error line, so the MCP server marks it failed.
 """
 
@@ -22,6 +23,7 @@ from typing import Annotated, Any, Literal
 
 from ipylsp.agent.mcp_server import failure_bases
 from ipylsp.agent.registry import TOOLS, Tool
+from ipylsp.agent.result import ToolCaller
 from ipylsp.agent.toolbox import Toolbox
 
 ToolFunction = Callable[..., Awaitable[str]]
@@ -38,7 +40,7 @@ ToolFailed: type[Exception] = type("ToolFailed", failure_bases(), {
 })
 
 
-def _toolbox() -> Toolbox:
+def _toolbox() -> ToolCaller:
     from ipylsp.server.state import current
 
     state = current()

@@ -22,7 +22,7 @@ from tornado import web
 from ipylsp.server.handlers import IPyLSPHandler
 
 if TYPE_CHECKING:
-    from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.agent.result import ToolCaller
 
 Message = MutableMapping[str, Any]
 
@@ -30,7 +30,7 @@ Message = MutableMapping[str, Any]
 class McpBridge:
     """The SDK's streamable-HTTP session manager, kept running in one task."""
 
-    def __init__(self, toolbox: Toolbox) -> None:
+    def __init__(self, toolbox: ToolCaller) -> None:
         self._toolbox = toolbox
         self._manager: Any = None
         self._task: asyncio.Task[None] | None = None

@@ -3,7 +3,8 @@
  * run, start or are broken, and the current errors across them, from `GET ipylsp/api/status`
  * every few seconds and whenever a report renders, plus the errors in the open notebooks'
  * cells (their kernels' marks: files only are counted by the route), so it counts what the
- * Problems panel lists. A click lists them in a popup. A failed
+ * Problems panel lists. A click lists them in a popup, with why the Jupyter server's own
+ * servers run in it rather than in the user's broker, when they do. A failed
  * request is a quiet state, never a dialog. (Its text never says "Idle": galata waits for the
  * kernel's "Idle" in the status bar.)
  */
@@ -88,6 +89,14 @@ class StatusDetails extends Widget {
         `${plural(status.errors + cellErrors, 'error')} across kernels`
       )
     );
+    if (status.in_process) {
+      node.appendChild(
+        this._line(
+          'jp-ipylsp-status-in-process',
+          `the Jupyter server's servers run in it, not in your broker: ${status.in_process}`
+        )
+      );
+    }
     const button = document.createElement('button');
     button.type = 'button';
     button.className = 'jp-ipylsp-status-problems jp-mod-styled';

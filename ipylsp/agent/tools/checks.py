@@ -216,11 +216,15 @@ def lsp_status(box: Toolbox, args: Arguments) -> ToolResult:
     broker = running(box.service.settings)
     if broker is not None:
         lines.append(summary(broker))
+    why = box.in_process
+    if why is not None:
+        lines.append(f"servers run in this process, not in the user's broker: {why}")
     data = {
         "workspace": str(box.workspace.root),
         "servers": [row.to_json() for row in rows],
         "installed": installed,
         "pending": view.pending,
         "broker": broker,
+        "in_process": why,
     }
     return ToolResult(ok=True, text="\n".join(lines), data=data)

@@ -12,6 +12,10 @@ export interface Status {
    * The current errors of the files every live service checked.
    */
   errors: number;
+  /**
+   * Why the Jupyter server's own servers run in its process and not in the user's broker (docs/broker.md); null: they run in the broker.
+   */
+  in_process?: string | null;
 }
 export interface ServerStatus {
   server: string;
