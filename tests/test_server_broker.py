@@ -26,6 +26,7 @@ import pytest
 
 from ipylsp.lsp.procfs import descendants, wait_exited
 from ipylsp.server.state import IN_PROCESS
+from tests.contracts import validate_status
 from tests.test_broker import Site, names, package, site, without_runtime_dir
 from tests.test_server_mcp_http import TOKEN, _post, _session, _start, _stop
 
@@ -96,6 +97,7 @@ def _answers(server: Jupyter) -> list[tuple[int, Any]]:
 def _status(port: int) -> dict[str, Any]:
     code, status = _get(port, "status", {})
     assert code == 200, status
+    validate_status(status)
     return status  # type: ignore[no-any-return]
 
 
@@ -110,12 +112,9 @@ def _servers_below(pid: int) -> list[int]:
     return [p for p in descendants(pid) if names([p]) in (["ty"], ["ruff"])]
 
 
-def _log(base: Path) -> str:
-    return (base / "server.log").read_text(errors="replace")
-
-
 class Jupyter:
-    """A running `jupyter server` of a test (`_start`), stopped at the end of its block."""
+    """A running `jupyter server` of a test (`_start`, its log in `base`), stopped by the
+    `jupyters` fixture."""
 
     def __init__(self, base: Path, env: dict[str, str], config: str = "") -> None:
         base.mkdir()
@@ -130,7 +129,7 @@ class Jupyter:
         return self.process.pid
 
     def log(self) -> str:
-        return _log(self.base)
+        return (self.base / "server.log").read_text(errors="replace")
 
 
 @pytest.fixture
