@@ -11,10 +11,10 @@ queries would need features, is relayed whole instead (`tool`: the broker's tool
 client's session, as the Jupyter server extension asks them).
 
 Never worse than in-process: where the broker cannot be had any more (it does not start, it
-refuses), the local `Service` answers this call and every later one, said once in
-`%lsp status` (`fallback`); a broker killed meanwhile is replaced within the call
-(`Broker.call`); a call the broker took and did not answer within its budget is a report of
-"timed out" files (checks) or `TimeoutError` (the rest), and the next call goes to it again.
+refuses, it took a call and hung), the local `Service` answers this call and every later one,
+said once in `%lsp status` (`fallback`); a broker killed meanwhile is replaced within the call
+(`Broker.call`); a check the broker took and did not answer within its budget is a report of
+"timed out" files (its budget is spent), and the next check runs here.
 
 Paths are made absolute here, against this process's working directory (the broker's is `/`).
 Touches only the socket (through `client.Broker`) and the facade.
@@ -154,7 +154,8 @@ class RelayedService(Service):
             return False, None
         try:
             return True, ask(broker)
-        except BrokerLate:
+        except BrokerLate as late:  # it took the call and hangs: not asked again
+            self._in_process(f"the broker did not answer ({late})")
             raise
         except BrokerError as exc:
             if exc.kind == "shared":
@@ -171,10 +172,15 @@ class RelayedService(Service):
               shared: bool = False) -> tuple[bool, Any]:
         """(True, the broker's answer, decoded) or (False, None): `_ask`."""
         budget = self._settings.wait_budget if timeout is None else timeout
-        ok, answer = self._ask(lambda broker: broker.call(
-            "service", {"method": method, "shared": shared,
-                        "args": encode_args(method, args or {})},
-            timeout=budget + ANSWER_MARGIN, progress=progress))
+        try:
+            ok, answer = self._ask(lambda broker: broker.call(
+                "service", {"method": method, "shared": shared,
+                            "args": encode_args(method, args or {})},
+                timeout=budget + ANSWER_MARGIN, progress=progress))
+        except BrokerLate:
+            if method in ("check_files", "check_rest"):
+                raise  # this check's budget is spent: its files are "timed out"
+            return False, None  # this process answers, as it will from now on
         return (True, from_wire(hints(method)["return"], answer)) if ok else (False, None)
 
     def tool(self, name: str, arguments: dict[str, Any] | None, *, root: Path,

@@ -1,0 +1,104 @@
+"""`broker.relay.RelayedService` against a broker that fails in each way it can (units: a stub
+broker, no socket): a check the broker took and did not answer is "timed out" and the kernel
+checks in-process from then on, said once; a broker gone answers in-process at once; a broker
+that refuses a stop of shared servers stops nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ipylsp.broker.client import BrokerError, BrokerLate, BrokerUnavailable
+from ipylsp.broker.relay import RelayedService, SharedServers, decode_args, encode_args
+from ipylsp.model.checks import FileCheck
+from ipylsp.model.diagnostics import UnknownReason
+from ipylsp.model.settings import Settings
+
+
+class StubBroker:
+    """Answers every call by raising `failure` (None: with `answer`)."""
+
+    def __init__(self, failure: Exception | None, answer: Any = None) -> None:
+        self.failure = failure
+        self.answer = answer
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.closed = False
+        self.pid = 4242
+
+    def call(self, name: str, args: dict[str, Any], *, timeout: float,
+             progress: Any = None) -> Any:
+        self.calls.append((name, args))
+        if self.failure is not None:
+            raise self.failure
+        return self.answer
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def relayed(broker: StubBroker, tmp_path: Path) -> RelayedService:
+    def no_other(settings: Settings) -> Any:
+        raise AssertionError("not asked for another broker")
+
+    return RelayedService(broker, Settings(directory=tmp_path, wait_budget=2.0),  # type: ignore[arg-type]  # a stub
+                          make_broker=no_other)
+
+
+def test_a_check_the_broker_took_and_never_answered_is_timed_out_then_checked_here(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes.xyz"  # no server reads it: the local check starts none
+    notes.write_text("text\n")
+    broker = StubBroker(BrokerLate("the broker did not answer within 7.0 s"))
+    service = relayed(broker, tmp_path)
+    try:
+        [late] = service.check_files([FileCheck(notes)]).files
+        assert [(u.reason, u.detail) for u in late.unknown] == [
+            (UnknownReason.TIMED_OUT, "the broker did not answer within 7.0 s")]
+        assert service.fallback == ("the broker did not answer (the broker did not answer "
+                                    "within 7.0 s)")
+        assert broker.closed and [name for name, _ in broker.calls] == ["service"]
+        [here] = service.check_files([FileCheck(notes)]).files  # in this process now
+        assert (here.path, here.servers, here.unknown) == (notes, (), ())  # no server reads it
+        assert len(broker.calls) == 1
+    finally:
+        service.close()
+
+
+def test_a_broker_gone_for_good_answers_in_process_at_once_and_says_so(tmp_path: Path) -> None:
+    broker = StubBroker(BrokerUnavailable("the broker is gone"))
+    service = relayed(broker, tmp_path)
+    try:
+        assert service.status() == []  # this process's: nothing started
+        assert service.fallback == "no broker (the broker is gone)"
+        assert service.pending_count == 0 and len(broker.calls) == 1
+    finally:
+        service.close()
+
+
+def test_shared_servers_are_not_stopped_without_shared(tmp_path: Path) -> None:
+    broker = StubBroker(BrokerError("shared", "2"))
+    service = relayed(broker, tmp_path)
+    try:
+        with pytest.raises(SharedServers, match="shared with 2 other clients"):
+            service.restart("ty")
+        [(name, args)] = broker.calls
+        assert (name, args["method"], args["shared"], args["args"]) == (
+            "service", "restart", False, {"server_id": "ty"})
+        assert service.fallback is None  # a refusal of this call, not of the broker
+    finally:
+        service.close()
+
+
+def test_a_relayed_call_reads_its_arguments_against_the_facades_signature() -> None:
+    files = (FileCheck(Path("/w/a.py"), before="x = 1\n"),)
+    wire = encode_args("check_files", {"files": files, "timeout": 3.0})
+    assert decode_args("check_files", wire) == {"files": files, "timeout": 3.0}
+    with pytest.raises(ValueError, match="takes no 'shell'"):
+        decode_args("check_files", {"shell": "rm -rf /"})
+    with pytest.raises(ValueError):
+        decode_args("restart", {"server_id": 7})
+    with pytest.raises(ValueError, match="not a relayed facade method"):
+        decode_args("close", {})
