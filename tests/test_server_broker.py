@@ -326,7 +326,8 @@ def on_fake_broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     def make(*answers: dict[str, Any] | Exception) -> tuple[state.ServerState, FakeBroker]:
         broker = FakeBroker(*answers)
 
-        def attach(settings: Settings, cells_dir: Path) -> RelayedService:
+        def attach(settings: Settings, cells_dir: Path, ends_broker: bool) -> RelayedService:
+            assert ends_broker  # the broker ends with the Jupyter server once alone
             return RelayedService(broker, settings,  # type: ignore[arg-type]
                                   make_broker=lambda _: broker,  # type: ignore[arg-type,return-value]
                                   cells_dir=cells_dir)

@@ -111,12 +111,14 @@ class Broker:
     @classmethod
     def attach(
         cls, settings: Settings | None, *, budget: float, cells_dir: Path | None = None,
-        start: bool = True, where: Place | None = None,
+        start: bool = True, where: Place | None = None, ends_broker: bool = False,
     ) -> Broker:
         """A broker for this context, started if none runs and `start`; `BrokerUnavailable`.
         `settings` None: the defaults (a thin client that read no settings file sends none);
         the environment is this process's (the broker keeps what its servers read). `where`:
-        a place already found (`place.existing`)."""
+        a place already found (`place.existing`). `ends_broker`: the
+        broker ends once this client and every other one have gone (a Jupyter server, whose
+        users' kernels go with it: nothing of theirs outlives it for `broker_idle`)."""
         deadline = time.monotonic() + budget
         if where is None:
             try:
@@ -133,7 +135,8 @@ class Broker:
                  "settings": wire,
                  "environment": {"executable": sys.executable, "prefix": sys.prefix,
                                  "variables": sorted(os.environ.items())},
-                 "cells_dir": None if cells_dir is None else str(cells_dir)}
+                 "cells_dir": None if cells_dir is None else str(cells_dir),
+                 "ends_broker": ends_broker}
         found = _existing(where, deadline)
         if found is None:
             if not start:

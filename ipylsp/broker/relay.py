@@ -395,7 +395,7 @@ class RelayedService(Service):
 
 
 def attach(settings: Settings, *, cells_dir: Path | None = None,
-           budget: float = 15.0) -> RelayedService | str:
+           budget: float = 15.0, ends_broker: bool = False) -> RelayedService | str:
     """The service of this process on the user's broker (started if none runs), or why not:
     the broker is off (`broker` knob, `IPYLSP_BROKER=0`) or cannot be had."""
     from ipylsp.broker.client import wanted
@@ -404,7 +404,8 @@ def attach(settings: Settings, *, cells_dir: Path | None = None,
         return "the broker is off (IPyLSP.broker, IPYLSP_BROKER)"
 
     def make(current: Settings) -> Broker:
-        return Broker.attach(current, budget=budget, cells_dir=cells_dir)
+        return Broker.attach(current, budget=budget, cells_dir=cells_dir,
+                             ends_broker=ends_broker)
 
     try:
         broker = make(settings)

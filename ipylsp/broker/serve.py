@@ -80,6 +80,8 @@ class Session:
     context: Context
     service: Service
     pid: int
+    ends_broker: bool = False
+    """A Jupyter server's: the broker ends once it and every other client have gone."""
     connections: int = 0
     since: float = field(default_factory=time.time)
     toolboxes: dict[tuple[str, int | None], Toolbox] = field(default_factory=dict)
@@ -96,6 +98,9 @@ class BrokerProcess:
         self._sessions: dict[tuple[str, str], Session] = {}
         self._lock = threading.Lock()
         self._last_used = time.monotonic()
+        self._ends_when_alone = False
+        """A client that ends the broker (`Session.ends_broker`) has gone: the broker ends as
+        soon as no client is left, not after `idle`."""
         self.stopping = threading.Event()
         self.started = time.time()
 
@@ -106,10 +111,13 @@ class BrokerProcess:
             self._last_used = time.monotonic()
 
     def idle_for(self) -> float | None:
-        """Seconds without a client nor a call; None while a client is connected."""
+        """Seconds without a client nor a call; None while a client is connected; `idle`
+        itself once a client that ends the broker has gone and no other is left."""
         with self._lock:
             if self._sessions:
                 return None
+            if self._ends_when_alone:
+                return self.idle
             return time.monotonic() - self._last_used
 
     def close(self) -> None:
@@ -167,6 +175,8 @@ class BrokerProcess:
             for key, found in list(self._sessions.items()):
                 if found is session:
                     del self._sessions[key]
+            if session.ends_broker:
+                self._ends_when_alone = True
             session.context.sessions -= 1
             if session.context.sessions == 0:
                 session.context.quiet_since = time.monotonic()
@@ -220,7 +230,8 @@ class BrokerProcess:
 
                 session = Session(context, Service(settings, shares=context.service,
                                                    cells_dir=cells_dir),
-                                  int(args.get("pid") or 0))
+                                  int(args.get("pid") or 0),
+                                  ends_broker=args.get("ends_broker") is True)
                 self._sessions[(context.key, token)] = session
                 context.sessions += 1
             session.connections += 1

@@ -64,7 +64,9 @@ class ServerState:
         started if none runs), else one of this process's own (`in_process` says why)."""
         with self._lock:
             if self._service is None:
-                relayed = attach(self.settings, cells_dir=self.root)
+                # the broker ends with this server once alone (a hub's stop, `jupyter lab`'s
+                # end): the users' kernels end with it, nothing of theirs stays for its idle
+                relayed = attach(self.settings, cells_dir=self.root, ends_broker=True)
                 if not isinstance(relayed, RelayedService):  # off, or why none can be had
                     self._off = relayed
                     # the root's servers check the cells, as they check its files
