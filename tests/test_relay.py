@@ -46,6 +46,7 @@ def relayed(broker: StubBroker, tmp_path: Path) -> RelayedService:
                           make_broker=no_other)
 
 
+@pytest.mark.real  # the local check looks for a git HEAD baseline
 def test_a_check_the_broker_took_and_never_answered_is_timed_out_then_checked_here(
     tmp_path: Path,
 ) -> None:
