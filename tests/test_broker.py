@@ -461,6 +461,23 @@ def test_clients_that_differ_only_in_their_directory_share_one_context_and_its_s
     assert (tmp_path / "mcp.txt").read_text() == ""
 
 
+@real
+@mcp_sdk
+def test_two_agents_cells_on_one_root_are_two_documents_of_one_server(
+    site: Site, tmp_path: Path,
+) -> None:
+    """Each `ipylsp mcp` session's `lsp_check_cell` document is its own (named after its
+    process), in the root's ty: two agents never rewrite one document."""
+    with (mcp_session(site, tmp_path / "a.txt") as first,
+          mcp_session(site, tmp_path / "b.txt") as second):
+        assert first.ok("lsp_check_cell", {"code": 'a: int = "s"\n'}) == block(
+            "cell [ ]", ty_error(1, "s"))
+        clean = "the cell: no new problems (ruff, ty); nothing was run"
+        assert second.ok("lsp_check_cell", {"code": "b = 1\n"}) == clean
+        [ty] = [row for row in site.status()["servers"] if row["server"] == "ty"]
+        assert ty["open_documents"] == 2, ty  # one document per agent
+
+
 # -- 4. faults -----------------------------------------------------------------------------------
 
 

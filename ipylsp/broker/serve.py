@@ -46,6 +46,7 @@ from ipylsp.service import STORE_ENV
 
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
+    from ipylsp.cells.session import CellSession
     from ipylsp.model.verdict import Verdict
     from ipylsp.service import Service
 
@@ -85,6 +86,8 @@ class Session:
     connections: int = 0
     since: float = field(default_factory=time.time)
     toolboxes: dict[tuple[str, int | None], Toolbox] = field(default_factory=dict)
+    cells: CellSession | None = None
+    """Its cells' session (`lsp_check_cell`), made at its first tool call."""
 
 
 class BrokerProcess:
@@ -180,6 +183,8 @@ class BrokerProcess:
             session.context.sessions -= 1
             if session.context.sessions == 0:
                 session.context.quiet_since = time.monotonic()
+        if session.cells is not None:
+            session.cells.close()
         session.service.close()
 
     def reap(self) -> None:
@@ -328,9 +333,28 @@ class BrokerProcess:
         with self._lock:
             box = session.toolboxes.get((root, max_chars))
             if box is None:
-                box = Toolbox(session.service, Path(root), max_chars=max_chars)
+                box = Toolbox(session.service, Path(root), max_chars=max_chars,
+                              cells=self._cells(session, Path(root)))
                 session.toolboxes[(root, max_chars)] = box
             return box
+
+    @staticmethod
+    def _cells(session: Session, root: Path) -> CellSession:
+        """The session's cells (`lsp_check_cell`), one for all its tools: a document named
+        after its client (`cells_place.document_in` with the client's pid), in its cells'
+        directory (else the root), so that two agents' cells on one root are two documents
+        in their server, never one that both rewrite."""
+        if session.cells is None:
+            from ipylsp.cells.session import CellSession
+            from ipylsp.service import cells_place, data_dir
+
+            settings = session.service.settings
+            where = session.service.cells_dir or root
+            session.cells = CellSession(
+                session.service, cells_place.document_in(where, pid=session.pid),
+                cap=settings.cell_history, markers=settings.workspace_markers,
+                private_parent=data_dir(settings))
+        return session.cells
 
     def status(self) -> dict[str, Any]:
         """Its pid, build, clients, and each context's servers with their memory."""
@@ -342,6 +366,7 @@ class BrokerProcess:
         for context in contexts:
             for row in context.service.status():
                 servers.append({**row.to_json(), "context": context.key,
+                                "open_documents": row.open_documents,
                                 "rss_kb": _tree_rss_kb(row.pid) if row.pid else None})
         return {"pid": os.getpid(), "build": self.place.build, "started": self.started,
                 "rss_kb": _rss_kb(os.getpid()), "idle_after": self.idle,
