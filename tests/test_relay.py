@@ -103,3 +103,36 @@ def test_a_relayed_call_reads_its_arguments_against_the_facades_signature() -> N
         decode_args("restart", {"server_id": 7})
     with pytest.raises(ValueError, match="not a relayed facade method"):
         decode_args("close", {})
+
+
+def test_every_member_of_the_facade_is_the_relayed_services_own() -> None:
+    """`RelayedService` is a `Service` to its callers without inheriting its code: every
+    public member is its own, and a relayed one reads its answer as `Service` types it."""
+    import inspect
+
+    from ipylsp.broker.relay import RELAYED, hints, signature
+    from ipylsp.service import Service
+
+    public = {name for name in vars(Service) if not name.startswith("_")}
+    assert public - set(vars(RelayedService)) == set()
+    for name in sorted(public):
+        ours, theirs = vars(RelayedService)[name], vars(Service)[name]
+        assert isinstance(ours, property) == isinstance(theirs, property), name
+        if not isinstance(theirs, property):
+            assert list(inspect.signature(theirs).parameters) <= list(
+                inspect.signature(ours).parameters), name  # a relayed one may add `shared`
+    for name in RELAYED:
+        assert signature(RelayedService, name)["return"] == hints(name)["return"], name
+
+
+@pytest.mark.real
+def test_a_kernels_relayed_service_imports_none_of_the_services_machinery() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; import ipylsp.ipython.extension, ipylsp.broker.relay;"
+            "print(sorted(m for m in sys.modules if m.startswith(('ipylsp.service.',"
+            " 'ipylsp.lsp', 'ipylsp.store'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"

@@ -22,6 +22,8 @@ Touches only the socket (through `client.Broker`) and the facade.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 import threading
 import typing
@@ -30,21 +32,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker.client import ANSWER_MARGIN, Broker, BrokerError, BrokerLate, BrokerUnavailable
-from ipylsp.model.checks import FileCheck
+from ipylsp.model.checks import FileCheck, absolute
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason, display_path
 from ipylsp.model.settings import Settings
 from ipylsp.model.wire import from_wire, to_wire
-from ipylsp.service import Service
 
 if TYPE_CHECKING:
     from ipylsp.analysis.report import FormatOptions, ShownReport
     from ipylsp.model.status import ServerStatus
-    from ipylsp.service import InstallProgress, InstallResult, StatusView, StoreInfo
+    from ipylsp.service import InstallProgress, InstallResult, Service, StatusView, StoreInfo
+
+    _Facade = Service
+else:
+    _Facade = object
+    """A `Service` to the type checker and its callers, not at run time: importing the
+    service's machinery costs each kernel about 3.6 MB it does not use (its work runs in the
+    broker). Every public member of `Service` is defined here (tests/test_relay.py)."""
 
 RELAYED = frozenset({
     "status", "start", "stop", "restart", "servers_status", "check_files", "check_rest",
     "changed_on_disk", "settle_late", "pending", "pending_count", "error_count", "diagnostics",
-    "store_info",
+    "store_info", "unchecked",
 })
 """The facade's methods (and properties) a client may call in the broker; the broker refuses
 any other name."""
@@ -61,26 +69,51 @@ class SharedServers(RuntimeError):
         super().__init__(REACH_NOTE.format(others=others, s="s" if others != 1 else ""))
 
 
+_ANNOTATED = {
+    "ShownReport": "ipylsp.analysis.report", "FormatOptions": "ipylsp.analysis.report",
+    "ServerStatus": "ipylsp.model.status", "StatusView": "ipylsp.service",
+    "InstallProgress": "ipylsp.service", "InstallResult": "ipylsp.service",
+    "StoreInfo": "ipylsp.service", "Service": "ipylsp.service",
+}
+"""Where the names the facade's annotations use beyond their modules' own are defined."""
+
+
+class _Names(dict[str, Any]):
+    """The annotations' names, each imported when an annotation first reads it (a kernel
+    imports the store's module only when it decodes a `StoreInfo`)."""
+
+    def __missing__(self, name: str) -> Any:
+        if name not in _ANNOTATED:
+            raise KeyError(name)
+        value = getattr(importlib.import_module(_ANNOTATED[name]), name)
+        self[name] = value
+        return value
+
+
+@functools.cache
+def signature(facade: type, method: str) -> dict[str, Any]:
+    """The types of `facade.method`'s parameters and answer (`return`); a property: its
+    getter's."""
+    member = facade.__dict__[method]
+    function = member.fget if isinstance(member, property) else member
+    found: dict[str, Any] = typing.get_type_hints(function, localns=_Names())
+    return found
+
+
 def hints(method: str) -> dict[str, Any]:
-    """The types of a relayed facade method's parameters and answer (`return`), read from
-    `Service`'s signature (a property: its getter's)."""
+    """The types of a relayed facade method's parameters and answer, read from `Service`'s
+    own signature (the broker's side: the contract)."""
     if method not in RELAYED:
         raise ValueError(f"{method!r} is not a relayed facade method")
-    from ipylsp import service as facade
-    from ipylsp.analysis.report import FormatOptions, ShownReport
+    from ipylsp.service import Service
 
-    member = Service.__dict__[method]
-    function = member.fget if isinstance(member, property) else member
-    names = {"ShownReport": ShownReport, "FormatOptions": FormatOptions,
-             **{name: getattr(facade, name)
-                for name in ("StatusView", "InstallProgress", "InstallResult", "StoreInfo")}}
-    found: dict[str, Any] = typing.get_type_hints(function, localns=names)
-    return found
+    return signature(Service, method)
 
 
 def encode_args(method: str, args: dict[str, Any]) -> dict[str, Any]:
     """`args` of `method` in their wire form (a client's side)."""
-    hints(method)
+    if method not in RELAYED:
+        raise ValueError(f"{method!r} is not a relayed facade method")
     return {name: to_wire(value) for name, value in args.items()}
 
 
@@ -106,7 +139,7 @@ def call_relayed(service: Service, method: str, args: dict[str, Any], **local: A
     return to_wire(value)
 
 
-class RelayedService(Service):
+class RelayedService(_Facade):
     """A `Service` whose methods the broker answers (module doc). Made by `attach`; closed
     like any service (its broker session ends, none of the broker's servers stop)."""
 
@@ -142,6 +175,8 @@ class RelayedService(Service):
                     self._broker.close()
                     self._broker = None
             if self._local is None:
+                from ipylsp.service import Service
+
                 self._local = Service(self._settings, cells_dir=self._relay_cells_dir)
             return self._local
 
@@ -181,7 +216,8 @@ class RelayedService(Service):
             if method in ("check_files", "check_rest"):
                 raise  # this check's budget is spent: its files are "timed out"
             return False, None  # this process answers, as it will from now on
-        return (True, from_wire(hints(method)["return"], answer)) if ok else (False, None)
+        answer_type = signature(RelayedService, method)["return"]  # Service's (test_relay)
+        return (True, from_wire(answer_type, answer)) if ok else (False, None)
 
     def tool(self, name: str, arguments: dict[str, Any] | None, *, root: Path,
              max_chars: int | None = None) -> dict[str, Any] | None:
@@ -230,7 +266,7 @@ class RelayedService(Service):
         return value if ok else self._in_process().status()
 
     def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
-        where = str(self._normalize(path))
+        where = str(absolute(path))
         ok, value = self._call("start", {"path": where, "timeout": timeout}, timeout=timeout)
         return value if ok else self._in_process().start(where, timeout=timeout)
 
@@ -272,7 +308,7 @@ class RelayedService(Service):
         if before is not None and not isinstance(before, str):
             raise TypeError("before must be a str")
         return self.check_files(
-            [FileCheck(self._normalize(path), before=before, content=content)], timeout=timeout)
+            [FileCheck(absolute(path), before=before, content=content)], timeout=timeout)
 
     def check_files(self, files: Sequence[FileCheck], *, timeout: float | None = None,
                     progress: Callable[[str], None] | None = None, cold: float | None = None,
@@ -280,7 +316,7 @@ class RelayedService(Service):
         if not files:
             return Report()
         files = [f if f.path.is_absolute() else FileCheck(
-            self._normalize(f.path), before=f.before, content=f.content, virtual=f.virtual)
+            absolute(f.path), before=f.before, content=f.content, virtual=f.virtual)
             for f in files]
         budget = self._settings.wait_budget if timeout is None else float(timeout)
         try:
@@ -329,7 +365,7 @@ class RelayedService(Service):
                 self._subscribers.remove(callback)
 
     def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
-        wanted = None if paths is None else tuple(self._normalize(p) for p in paths)
+        wanted = None if paths is None else tuple(absolute(p) for p in paths)
         ok, value = self._call("changed_on_disk", {"paths": wanted})
         return value if ok else self._in_process().changed_on_disk(wanted)
 
@@ -341,6 +377,11 @@ class RelayedService(Service):
                 again: str = "ipylsp.pending()") -> ShownReport:
         ok, value = self._call("pending", {"options": options, "again": again})
         return value if ok else self._in_process().pending(options, again=again)
+
+    @property
+    def unchecked(self) -> int:
+        ok, value = self._call("unchecked", timeout=5.0)
+        return value if ok else self._in_process().unchecked
 
     @property
     def pending_count(self) -> int:
@@ -358,7 +399,7 @@ class RelayedService(Service):
 
     def diagnostics(self, path: str | os.PathLike[str] | None = None, *, cached: bool = False,
                     within: Callable[[Path], bool] | None = None) -> Report:
-        where = None if path is None else str(self._normalize(path))
+        where = None if path is None else str(absolute(path))
         if cached and where is None:
             where = os.getcwd()
         ok, value = self._call("diagnostics", {"path": where, "cached": cached})
@@ -383,6 +424,12 @@ class RelayedService(Service):
 
     def trip(self, plan: Any, *, timeout: float | None = None) -> Any:
         return self._in_process().trip(plan, timeout=timeout)
+
+    def __enter__(self) -> RelayedService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         with self._relay_lock:

@@ -3,8 +3,21 @@ broker's socket carries (`model/wire.py`). Plain values: no I/O, nothing above t
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def absolute(path: str | os.PathLike[str]) -> Path:
+    """The file a caller names: `~` expanded, made absolute against this process's working
+    directory (a broker's client resolves it before sending: the broker's is `/`).
+    `TypeError` for what is not a path, `ValueError` for an empty one or one with a NUL."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+    text = os.fspath(path)
+    if not text or "\x00" in text:
+        raise ValueError(f"invalid path: {text!r}")
+    return Path(os.path.abspath(os.path.expanduser(text)))
 
 
 @dataclass(frozen=True, slots=True)

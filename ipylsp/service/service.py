@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ipylsp.analysis.report import FormatOptions, ShownReport
 from ipylsp.lsp.jsonrpc import deadline_scope
-from ipylsp.model.checks import FileCheck
+from ipylsp.model.checks import FileCheck, absolute
 from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.environment import Environment
 from ipylsp.model.settings import Settings
@@ -126,7 +126,7 @@ class Service:
     def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
         """Start (or confirm) every server that serves `path`; one status line per server."""
         budget = self.settings.wait_budget if timeout is None else float(timeout)
-        return self._control.start(self._normalize(path), budget)
+        return self._control.start(absolute(path), budget)
 
     def stop(self, server_id: str | None = None) -> int:
         return self._control.stop(server_id)
@@ -181,15 +181,6 @@ class Service:
                 self._loop = BackgroundLoop()
             return self._loop
 
-    @staticmethod
-    def _normalize(path: str | os.PathLike[str]) -> Path:
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-        text = os.fspath(path)
-        if not text or "\x00" in text:
-            raise ValueError(f"invalid path: {text!r}")
-        return Path(os.path.abspath(os.path.expanduser(text)))
-
     # -- checking -----------------------------------------------------------------------------
 
     def check(
@@ -211,7 +202,7 @@ class Service:
         if before is not None and not isinstance(before, str):
             raise TypeError("before must be a str")
         return self.check_files(
-            [FileCheck(self._normalize(path), before=before, content=content)], timeout=timeout
+            [FileCheck(absolute(path), before=before, content=content)], timeout=timeout
         )
 
     def check_files(
@@ -429,7 +420,7 @@ class Service:
         a query, `path` alone."""
         if not isinstance(line, int) or not isinstance(column, int) or line < 0 or column < 0:
             raise ValueError("line and column must be non-negative integers")
-        where = self._normalize(path)
+        where = absolute(path)
         try:
             return self.trip(lambda trip: trip.feature(feature, where, line, column),
                              timeout=timeout)
@@ -466,11 +457,11 @@ class Service:
         instead (any process's answers; a directory, or the current one, for every stored
         file under it), marked cached and maybe stale, nothing checked."""
         if cached:
-            where = self._normalize(path if path is not None else os.getcwd())
+            where = absolute(path if path is not None else os.getcwd())
             return stored_report(self._state.answers, where, self.settings)
         known = self._state.known
         if path is not None:
-            paths = [self._normalize(path)]
+            paths = [absolute(path)]
             stale = ([paths[0]] if paths[0] not in known and paths[0].is_file()
                      else self.changed_on_disk(paths))
         else:
