@@ -31,10 +31,33 @@ if TYPE_CHECKING:
 
 
 def get_service(settings: Settings | None = None) -> Service:
-    """The process-wide `Service` (created on first use; `settings` only applies then)."""
+    """The service of this process: in a kernel that ran `%load_ext ipylsp`, the extension's
+    (its checks and hand-overs are the cell hooks', on the user's broker when it runs); else
+    the process-wide `Service` (created on first use; `settings` only applies then)."""
+    loaded = _kernel_service()
+    if loaded is not None:
+        return loaded
     from ipylsp.service import get_service as shared
 
     return shared(settings)
+
+
+def _kernel_service() -> Service | None:
+    """The service of the `%load_ext ipylsp` of this process's IPython shell, if any (IPython
+    is not imported for the question)."""
+    import sys
+
+    if "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return None
+    from ipylsp.ipython.extension import current
+
+    checks = current(shell)
+    return None if checks is None else checks.service
 
 
 def _reset_service() -> None:

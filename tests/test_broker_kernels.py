@@ -182,6 +182,14 @@ def test_two_kernels_share_one_brokers_servers_and_report_what_an_in_process_ker
         assert own_servers(second.pid, broker) == []
         assert own_servers(alone.pid, broker) == ["ruff", "ty"]
 
+        # the Python API in a kernel is its extension's service: it hands over what the cell
+        # hooks found, and its checks start no server in the kernel
+        handed = [k.run("import ipylsp; ipylsp.pending()").result for k in (alone, first)]
+        assert handed[0] == handed[1] == block("bad.py", ERROR), handed
+        checked = [k.run("ipylsp.check('bad.py', before='')").result for k in (alone, first)]
+        assert checked[0] == checked[1] == block("bad.py", ERROR), checked
+        assert own_servers(first.pid, broker) == []
+
 
 # -- 3. %lsp stop and restart reach shared servers only with --shared -----------------------------
 
