@@ -57,7 +57,7 @@ def test_the_notebooks_directory_is_its_workspace_and_the_home_is_not_indexed(
         [file] = report.files
         assert file.display_path == "a.py"
         assert [d.code for d in file.diagnostics] == ["invalid-assignment"]
-        ty = service._state.pool.find("ty", home)
+        ty = service._state.pool.find("ty", home, home)  # gate: the notebook's directory
         assert ty is not None
         assert ty.spec.settings["ty"]["configuration"]["src"] == {"exclude": ["**/*/"]}
 
@@ -127,7 +127,7 @@ def test_ty_below_a_plain_directory_resolves_imports_from_it_and_indexes_nothing
         assert sorted((s.server_id, s.root) for s in service.status()) == [
             ("ty", home), ("ty", home / "sub")
         ]
-        below = service._state.pool.find("ty", home / "sub")
+        below = service._state.pool.find("ty", home / "sub", home)
         assert below is not None
         assert below.spec.settings["ty"]["configuration"]["src"] == {"exclude": ["**/*/"]}
         assert below.spec.settings["ty"]["configuration"]["environment"]["root"] == [str(home)]

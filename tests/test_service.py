@@ -31,6 +31,7 @@ from ipylsp.model.settings import Settings
 from ipylsp.service.runtime.pool import ClientPool
 from ipylsp.service.service import FileCheck, Service
 from tests.conftest import fake_command
+from tests.real_servers import require
 
 
 def fake_spec(*flags: str, server_id: str = "fake") -> ServerSpec:
@@ -151,7 +152,7 @@ def test_stop_before_a_start_ran_leaves_the_slot_usable(tmp_path: Path) -> None:
 
     async def main() -> None:
         pool = ClientPool(settings())
-        slot = pool.add(spec, tmp_path, spec.command)
+        slot = pool.add(spec, tmp_path, spec.command, tmp_path)
         first, _ = await asyncio.gather(
             pool.acquire(slot, time.monotonic() + 5), pool.stop(), return_exceptions=True
         )
@@ -563,3 +564,34 @@ def test_a_server_whose_executable_changed_is_restarted_at_its_next_use(
     [after] = service.server_pids()
     assert after != before
     assert wait_exited([before], 5.0) == []
+
+
+def test_clients_working_in_nested_plain_directories_get_servers_configured_for_each(
+    tmp_path: Path,
+) -> None:
+    """Below a plain directory ty is rooted at the file's own directory and configured for the
+    directory the client works in (its first-party root): a broker's two clients working in
+    `home` and in `home/sub` each get theirs for `home/sub/mod.py`, never the other's."""
+    from ipylsp.servers import registry
+    from ipylsp.service.runtime.pool import Slot
+    from ipylsp.service.state import ServiceState
+
+    require("ty")
+    home = tmp_path / "home"
+    sub = home / "sub"
+    sub.mkdir(parents=True)
+    path = sub / "mod.py"
+    path.write_text("x = 1\n")
+    ty = registry.get("ty")
+    assert ty is not None
+    owner = ServiceState(Settings())
+    outer, inner = owner.sharing(home), owner.sharing(sub)
+    try:
+        first, second = outer.resolver.slot(ty, path), inner.resolver.slot(ty, path)
+        assert isinstance(first, Slot) and isinstance(second, Slot)
+        assert first.root == second.root == sub
+        assert (first.gate, second.gate) == (home, sub)
+        assert first.spec != second.spec  # configured for each one's directory
+        assert outer.resolver.slot(ty, path) is first  # one client's is shared, not remade
+    finally:
+        owner.close()

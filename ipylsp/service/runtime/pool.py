@@ -29,7 +29,10 @@ from ipylsp.model.status import ServerState, ServerStatus
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, Path]
+Key = tuple[str, Path, Path | None]
+"""(server id, root, gate): the gate is the workspace of the files it serves, which shapes its
+configuration below a plain directory (`Resolver.admit`): two clients working in different
+directories of a broker never share a server configured for the other."""
 
 BRIEF_CHECK: contextvars.ContextVar[bool] = contextvars.ContextVar("brief_check", default=False)
 """Set by a check that chose to wait less than the budget (a cell's first check while servers
@@ -39,11 +42,13 @@ for it."""
 
 @dataclass
 class Slot:
-    """Everything the pool knows about one (server, root)."""
+    """Everything the pool knows about one (server, root, gate)."""
 
     spec: ServerSpec
     root: Path
     command: tuple[str, ...]
+    gate: Path | None = None
+    """The workspace of the files it serves (`Key`)."""
     environment: str = ""
     """The digest of the client's `Environment` it runs in (part of its answers' store key)."""
     executable: tuple[int, int, int] | None = None
@@ -102,13 +107,14 @@ class ClientPool:
 
     # -- acquiring ----------------------------------------------------------------------------
 
-    def find(self, server_id: str, root: Path) -> Slot | None:
-        return self._slots.get((server_id, root))
+    def find(self, server_id: str, root: Path, gate: Path | None) -> Slot | None:
+        return self._slots.get((server_id, root, gate))
 
-    def add(self, spec: ServerSpec, root: Path, command: tuple[str, ...]) -> Slot:
+    def add(self, spec: ServerSpec, root: Path, command: tuple[str, ...],
+            gate: Path | None) -> Slot:
         """A new slot; `spec` is final here (overrides and Python environment applied)."""
-        slot = self._slots[(spec.id, root)] = Slot(
-            spec=spec, root=root, command=command,
+        slot = self._slots[(spec.id, root, gate)] = Slot(
+            spec=spec, root=root, command=command, gate=gate,
             environment=(self.environment or Environment.current()).digest())
         return slot
 
@@ -223,7 +229,7 @@ class ClientPool:
     def _matching(self, server_id: str | None, root: Path | None) -> list[Slot]:
         return [
             slot
-            for (sid, sroot), slot in self._slots.items()
+            for (sid, sroot, _), slot in self._slots.items()
             if (server_id is None or sid == server_id) and (root is None or sroot == root)
         ]
 
@@ -245,7 +251,7 @@ class ClientPool:
             return slot.client.last_used if slot.client is not None else slot.start_began
 
         below_it = sorted(
-            (slot for (sid, root), slot in self._slots.items()
+            (slot for (sid, root, _), slot in self._slots.items()
              if sid == server_id and root != below and root.is_relative_to(below)
              and slot is not besides),
             key=used, reverse=True,
@@ -253,7 +259,7 @@ class ClientPool:
         retired = [slot for slot in below_it[max(keep - 1, 0):]
                    if slot.checks == 0 and slot.starting is None]
         for slot in retired:
-            self._slots.pop((slot.spec.id, slot.root), None)
+            self._slots.pop((slot.spec.id, slot.root, slot.gate), None)
             client, slot.client = slot.client, None
             if client is not None:
                 self._stop_later(client)
@@ -264,7 +270,7 @@ class ClientPool:
         slots = self._matching(server_id, root)
         await asyncio.gather(*(self._stop_slot(slot) for slot in slots))
         for slot in slots:
-            self._slots.pop((slot.spec.id, slot.root), None)
+            self._slots.pop((slot.spec.id, slot.root, slot.gate), None)
         return len(slots)
 
     async def _stop_slot(self, slot: Slot) -> None:

@@ -100,7 +100,7 @@ class Resolver:
                 registry.install_hint(spec),
             )
         root = self.server_root(spec, path, gate)
-        found = self.pool.find(spec.id, root)
+        found = self.pool.find(spec.id, root, gate)
         running = found is not None and found.client is not None and found.client.alive
         if found is not None and running:
             return found  # kept until stopped; it read its configuration when it started
@@ -124,16 +124,16 @@ class Resolver:
             executable=None if client is None else client.executable,
             prefix=None if client is None else client.prefix,
         )
-        return NewSlot(served, root, resolution.command, below)
+        return NewSlot(served, root, resolution.command, below, gate)
 
     def add(self, new: NewSlot) -> Slot:
         """`new`'s slot in the pool (its server starts when a check acquires it); the one the
         pool holds already when one was added for the same server, root and command since
         `new` was admitted (another directory of the batch with the same root)."""
-        found = self.pool.find(new.spec.id, new.root)
+        found = self.pool.find(new.spec.id, new.root, new.gate)
         if found is not None and found.command == new.command:
             return found
-        slot = self.pool.add(new.spec, new.root, new.command)
+        slot = self.pool.add(new.spec, new.root, new.command, new.gate)
         if new.below is not None:  # one more directory's server below a plain directory
             self.pool.retire_below(new.spec.id, new.below, PLAIN_DIRECTORY_SERVERS, besides=slot)
         return slot
@@ -197,7 +197,7 @@ class Resolver:
         found = []
         gate = self.shown_root(path)
         for spec in self.servers(path):
-            slot = self.pool.find(spec.id, self.server_root(spec, path, gate))
+            slot = self.pool.find(spec.id, self.server_root(spec, path, gate), gate)
             if slot is not None and slot.client is not None and slot.client.alive:
                 found.append((spec.id, slot.client))
         return found
@@ -230,6 +230,8 @@ class NewSlot:
     command: tuple[str, ...]
     below: Path | None = None
     """The plain directory it serves a subdirectory of (`server_root`), if it does."""
+    gate: Path | None = None
+    """The workspace of the path it was admitted for (`pool.Key`)."""
 
 
 PLAIN_DIRECTORY_SERVERS = 4
