@@ -292,3 +292,25 @@ def test_a_killed_kernel_leaves_the_broker_and_a_killed_broker_is_replaced_in_th
     wait_exited([pid for pid, _ in alive], 30.0)
     assert ours_alive(site) == []
     assert site.brokers() == []
+
+
+# -- a kernel's own knobs change in its session ----------------------------------------------------
+
+
+def test_cd_and_a_display_knob_keep_the_kernels_session_its_pending_and_its_servers(
+    site: Site,
+) -> None:
+    """`%cd` and `%config IPyLSP.severity` change the kernel's own knobs in its broker
+    session: what its writes introduced stays pending, and its servers stay the context's."""
+    (site.ws / "sub").mkdir()
+    with kernel(site) as k:
+        assert k.run("%load_ext ipylsp").outputs == []
+        assert texts(write_bad(k, site)) == [block("bad.py", ERROR)]
+        [ty] = servers_below(site.brokers()[0], "ty")
+        assert k.run("%cd sub").error is None
+        assert k.run("%config IPyLSP.severity = 'all'").error is None
+        assert k.run("%lsp pending").result == block("bad.py", ERROR)  # still owed
+        info, _ = broker_status(site)
+        assert info["contexts"] == 1 and servers_of(info) == [ty]
+        status = k.run("%lsp status").result or ""
+        assert IN_PROCESS not in status, status

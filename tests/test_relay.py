@@ -136,3 +136,61 @@ def test_a_kernels_relayed_service_imports_none_of_the_services_machinery() -> N
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_broker_that_fails_a_call_leaves_this_process_to_answer_said_once(
+    tmp_path: Path,
+) -> None:
+    broker = StubBroker(BrokerError("failed", "RuntimeError('this ipylsp Service is closed')"))
+    service = relayed(broker, tmp_path)
+    try:
+        assert service.error_count() == 0  # answered here, not raised into the caller
+        assert service.fallback == (
+            "the broker failed (failed: RuntimeError('this ipylsp Service is closed'))")
+        assert service.status() == [] and len(broker.calls) == 1
+    finally:
+        service.close()
+
+
+def test_a_hung_check_rest_is_a_note_not_an_exception(tmp_path: Path) -> None:
+    service = relayed(StubBroker(BrokerLate("no answer within 12.0 s")), tmp_path)
+    try:
+        report = service.check_rest()
+        assert (report.files, report.notes) == (
+            (), ("the files left unchecked were not checked: no answer within 12.0 s",))
+    finally:
+        service.close()
+
+
+def test_a_closed_relayed_service_starts_nothing(tmp_path: Path) -> None:
+    service = relayed(StubBroker(None, answer=[]), tmp_path)
+    service.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        service.status()
+
+
+def test_the_clients_own_knobs_change_in_its_session_others_make_a_new_one(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    from ipylsp.model.wire import to_wire
+
+    broker = StubBroker(None)
+    made: list[StubBroker] = []
+
+    def another(settings: Settings) -> Any:
+        made.append(StubBroker(None))
+        return made[-1]
+
+    service = RelayedService(broker, Settings(directory=tmp_path), make_broker=another)  # type: ignore[arg-type]  # a stub
+    try:
+        moved = replace(service.settings, directory=tmp_path / "sub", severity="all")
+        broker.answer = to_wire(moved)
+        assert service.configure(moved) == moved
+        [(name, args)] = broker.calls
+        assert (name, args["method"]) == ("service", "configure") and made == []
+        assert service.configure(replace(moved, wait_budget=30.0)).wait_budget == 30.0
+        assert broker.closed and len(made) == 1  # a new session, in the context it makes
+    finally:
+        service.close()

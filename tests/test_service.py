@@ -323,6 +323,13 @@ def test_a_sharing_client_works_in_a_directory_of_its_own_and_shares_the_rest(
         assert owner.check(path).root is None  # the owner's directory is still its own
         with pytest.raises(ValueError, match="the shared one's settings"):
             Service(replace(owner.settings, wait_budget=9.0), shares=owner)
+        # its own knobs change in it (`%cd`, a severity), keeping what it checked; not others
+        client.configure(replace(client.settings, directory=plain / "sub", severity="all"))
+        assert client.diagnostics(path).files[0].current != ()  # known, not forgotten
+        assert client.check(path).root == plain / "sub"
+        client.configure(replace(client.settings, directory=plain))
+        with pytest.raises(ValueError, match="the shared one's settings"):
+            client.configure(replace(client.settings, wait_budget=9.0))
         # its in-memory document (a kernel's cells) is open in the shared server until it ends
         cells = FileCheck(plain / "sub" / ".cells.sh", content="ERROR:cell\n", virtual=True)
         assert messages(client.check_files([cells])) == [("sub/.cells.sh", 1, 1, "cell")]
@@ -585,7 +592,8 @@ def test_clients_working_in_nested_plain_directories_get_servers_configured_for_
     ty = registry.get("ty")
     assert ty is not None
     owner = ServiceState(Settings())
-    outer, inner = owner.sharing(home), owner.sharing(sub)
+    outer = owner.sharing(replace(owner.settings, directory=home))
+    inner = owner.sharing(replace(owner.settings, directory=sub))
     try:
         first, second = outer.resolver.slot(ty, path), inner.resolver.slot(ty, path)
         assert isinstance(first, Slot) and isinstance(second, Slot)

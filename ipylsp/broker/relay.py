@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ipylsp.broker.client import ANSWER_MARGIN, Broker, BrokerError, BrokerLate, BrokerUnavailable
 from ipylsp.model.checks import FileCheck, absolute
 from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason, display_path
-from ipylsp.model.settings import Settings
+from ipylsp.model.settings import Settings, for_servers
 from ipylsp.model.wire import from_wire, to_wire
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ else:
 RELAYED = frozenset({
     "status", "start", "stop", "restart", "servers_status", "check_files", "check_rest",
     "changed_on_disk", "settle_late", "pending", "pending_count", "error_count", "diagnostics",
-    "store_info", "unchecked",
+    "store_info", "unchecked", "configure",
 })
 """The facade's methods (and properties) a client may call in the broker; the broker refuses
 any other name."""
@@ -154,6 +154,7 @@ class RelayedService(_Facade):
         self._local: Service | None = None
         self._said: str | None = None
         self._relay_lock = threading.Lock()
+        self._closed = False
         self._subscribers: list[Callable[[Report], object]] = []
 
     # -- where calls go ---------------------------------------------------------------------
@@ -169,6 +170,8 @@ class RelayedService(_Facade):
 
     def _in_process(self, why: str | None = None) -> Service:
         with self._relay_lock:
+            if self._closed:
+                raise RuntimeError("this ipylsp Service is closed")
             if why is not None and self._said is None:
                 self._said = why
                 if self._broker is not None:
@@ -182,8 +185,9 @@ class RelayedService(_Facade):
 
     def _ask(self, ask: Callable[[Broker], Any]) -> tuple[bool, Any]:
         """(True, `ask(broker)`) or (False, None) when this process must answer (the broker
-        is gone for good: said once). `BrokerLate` when the broker took the call and did not
-        answer in time."""
+        is gone, refused or failed: said once, and this process answers from then on).
+        `BrokerLate` when the broker took the call and did not answer in time;
+        `SharedServers` for a stop or restart the broker refused for other clients."""
         broker = self._broker
         if broker is None:
             return False, None
@@ -195,9 +199,9 @@ class RelayedService(_Facade):
         except BrokerError as exc:
             if exc.kind == "shared":
                 raise SharedServers(int(str(exc) or 0)) from None
-            if exc.kind in ("bad_call", "failed"):
-                raise RuntimeError(f"ipylsp's broker: {exc}") from None
-            self._in_process(f"the broker refused: {exc}")
+            # anything else (it refused, failed on its side, is closing): never worse than
+            # in-process, from now on
+            self._in_process(f"the broker failed ({exc.kind}: {exc})")
         except BrokerUnavailable as exc:
             self._in_process(f"no broker ({exc})")
         return False, None
@@ -237,22 +241,33 @@ class RelayedService(_Facade):
         return self._settings
 
     def configure(self, settings: Settings) -> Settings:
-        """New settings: a new session in the broker, in the context they make (its files'
-        history starts again, as a kernel's does after `%config` changed a server's
-        settings); the local service, if any, takes them as it would."""
+        """New settings. The client's own knobs (`CLIENT_KNOBS`: `%cd`, `%lsp off`, a
+        severity) change in its session, which keeps its checked files and pending problems;
+        others (another server, another timeout) make a new session in the context they
+        make, whose history starts again. The local service, if any, takes them as it
+        would."""
         if settings == self._settings:
             return settings
-        self._settings = settings
         if self._local is not None:
             self._local.configure(settings)
-        with self._relay_lock:
-            old, self._broker = self._broker, None
-        if old is not None and self._said is None:
+        if for_servers(settings) == for_servers(self._settings):
+            self._call("configure", {"settings": settings}, timeout=5.0)  # gone: the local
+            self._settings = settings
+            return settings
+        self._settings = settings
+        if self._broker is None:
+            return settings  # this process answers already
+        try:
+            new: Broker | None = self._make_broker(settings)
+        except (BrokerUnavailable, BrokerError) as exc:
+            new = None
+            self._in_process(f"no broker ({exc})")
+        with self._relay_lock:  # no moment without one: a call meanwhile uses the old one
+            old, self._broker = self._broker, (None if self._closed else new)
+        if old is not None:
             old.close()
-            try:
-                self._broker = self._make_broker(settings)
-            except (BrokerUnavailable, BrokerError) as exc:
-                self._in_process(f"no broker ({exc})")
+        if new is not None and self._broker is not new:
+            new.close()
         return settings
 
     @property
@@ -338,8 +353,11 @@ class RelayedService(_Facade):
 
     def check_rest(self, *, timeout: float | None = None,
                    progress: Callable[[str], None] | None = None) -> Report:
-        ok, value = self._call("check_rest", {"timeout": timeout}, timeout=timeout,
-                               progress=progress)
+        try:
+            ok, value = self._call("check_rest", {"timeout": timeout}, timeout=timeout,
+                                   progress=progress)
+        except BrokerLate as late:  # which files were left is the broker's: none named here
+            return Report(notes=(f"the files left unchecked were not checked: {late}",))
         if not ok:
             value = self._in_process().check_rest(timeout=timeout, progress=progress)
         self._publish(value)
@@ -433,6 +451,7 @@ class RelayedService(_Facade):
 
     def close(self) -> None:
         with self._relay_lock:
+            self._closed = True
             broker, self._broker = self._broker, None
             local, self._local = self._local, None
         if broker is not None:

@@ -39,7 +39,7 @@ from ipylsp.broker.client import _THIS_BROKER, READY, mount_namespace
 from ipylsp.broker.place import BROKER_ENV, Place, build_id, default_data
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.environment import Environment
-from ipylsp.model.settings import Settings
+from ipylsp.model.settings import Settings, for_servers
 from ipylsp.model.wire import from_wire, read, to_wire
 from ipylsp.private import owned_dir
 from ipylsp.service import STORE_ENV
@@ -81,6 +81,8 @@ class Session:
     context: Context
     service: Service
     pid: int
+    variables: object = None
+    """The client's environment as its hello sent it (`_as_the_client_has_them`)."""
     ends_broker: bool = False
     """A Jupyter server's: the broker ends once it and every other client have gone."""
     connections: int = 0
@@ -196,10 +198,9 @@ class BrokerProcess:
                      and now - c.quiet_since > c.service.settings.idle_timeout]
             for context in quiet:
                 del self._contexts[context.key]
-        for context in quiet:
-            log.info("context %s unused: closed", context.key)
-            with contextlib.suppress(Exception):
-                context.service.close()
+        if quiet:  # closing stops servers (seconds): not on the loop that accepts clients
+            threading.Thread(target=_close_contexts, args=(quiet,), daemon=True,
+                             name="ipylsp-broker-reap").start()
 
     def _greet(self, hello: dict[str, Any]) -> tuple[Session | None, dict[str, Any]]:
         """The client's session for a hello that may have one, else the refusal to send."""
@@ -230,12 +231,15 @@ class BrokerProcess:
             raise ValueError("no session")
         with self._lock:
             session = self._sessions.get((context.key, token))
+            if args.get("ends_broker") is True:
+                self._ends_when_alone = False  # a Jupyter server is here (again)
             if session is None:
                 from ipylsp.service import Service
 
                 session = Session(context, Service(settings, shares=context.service,
                                                    cells_dir=cells_dir),
                                   int(args.get("pid") or 0),
+                                  variables=_variables(args),
                                   ends_broker=args.get("ends_broker") is True)
                 self._sessions[(context.key, token)] = session
                 context.sessions += 1
@@ -244,9 +248,9 @@ class BrokerProcess:
 
     def _context(self, args: dict[str, Any]) -> tuple[Context, Settings]:
         """The context of a client's settings and environment, and its settings as the
-        client has them. Clients that differ only in the directory they work in
-        (`Settings.directory`: a kernel's, the server extension's root, none for the CLI)
-        and their cells' directory share one context, hence one server per (server, root)."""
+        client has them. Clients that differ only in their own knobs (`CLIENT_KNOBS`: the
+        directory they work in, a kernel's, the server extension's root, none for the CLI;
+        what they are shown) and their cells' directory share one context and its servers."""
         given = args.get("settings")
         settings = Settings() if given is None else read(Settings, given)
         raw = args.get("environment")
@@ -254,8 +258,8 @@ class BrokerProcess:
             raise ValueError("no environment")
         # the client's whole environment: the value keeps only what servers read
         environment = read(Environment, raw)
-        settings = _as_the_client_has_them(settings, raw.get("variables"))
-        shared = replace(settings, directory=None)
+        settings = _as_the_client_has_them(settings, _variables(args))
+        shared = for_servers(settings)
         key = hashlib.sha256(json.dumps(
             [to_wire(shared), environment.digest()], sort_keys=True,
         ).encode()).hexdigest()[:16]
@@ -319,6 +323,10 @@ class BrokerProcess:
                               if s.context is session.context and s.pid != session.pid})
             if others > 0:
                 return _error("shared", str(others))
+        if method == "configure":  # the client's store and data directory, as at its hello
+            settings = _as_the_client_has_them(read(Settings, given.get("settings")),
+                                               session.variables)
+            return {"ok": to_wire(session.service.configure(settings))}
         local = {"progress": progress} if method in ("check_files", "check_rest") else {}
         return {"ok": call_relayed(session.service, method, given, **local)}
 
@@ -371,6 +379,19 @@ class BrokerProcess:
         return {"pid": os.getpid(), "build": self.place.build, "started": self.started,
                 "rss_kb": _rss_kb(os.getpid()), "idle_after": self.idle,
                 "clients": clients, "contexts": len(contexts), "servers": servers}
+
+
+def _close_contexts(contexts: list[Context]) -> None:
+    for context in contexts:
+        log.info("context %s unused: closed", context.key)
+        with contextlib.suppress(Exception):
+            context.service.close()
+
+
+def _variables(hello: dict[str, Any]) -> object:
+    """The client's environment variables its hello sent."""
+    raw = hello.get("environment")
+    return raw.get("variables") if isinstance(raw, dict) else None
 
 
 def _as_the_client_has_them(settings: Settings, variables: object) -> Settings:

@@ -79,7 +79,7 @@ class CellChecks:
             from ipylsp.broker.relay import RelayedService, attach
 
             settings = _in_cwd(self.settings)
-            relayed = attach(settings)
+            relayed = attach(settings, budget=settings.wait_budget)  # a cell's, at most
             if not isinstance(relayed, RelayedService):  # off, or why none can be had
                 from ipylsp.service import get_service
 

@@ -13,7 +13,7 @@ rest of the core ignores them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -261,3 +261,20 @@ class Settings:
     def max_file_bytes(self) -> int | None:
         """`max_file_mb` in bytes; None: no limit."""
         return int(self.max_file_mb * MB) if self.max_file_mb > 0 else None
+
+
+CLIENT_KNOBS = frozenset({
+    "directory", "enabled", "check_cells", "show_clean", "check_shell_writes",
+    "jupyter_ai_tools", "severity", "max_per_file", "max_per_report", "max_report_chars",
+    "max_answer_chars", "cell_history", "broker", "broker_idle",
+})
+"""The settings each client of a broker has for itself: where it works, what it is shown,
+what its own side does. The others decide how servers run and what they answer: clients
+that share a broker's servers share those (`for_servers`)."""
+
+
+def for_servers(settings: Settings) -> Settings:
+    """`settings` with every client's own knob (`CLIENT_KNOBS`) at its default: what the
+    servers of a broker's context are run with, equal for every client that shares them."""
+    defaults = Settings()
+    return replace(settings, **{name: getattr(defaults, name) for name in CLIENT_KNOBS})

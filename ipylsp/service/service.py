@@ -72,19 +72,16 @@ class Service:
         (`Environment.current`). `shares`: another service whose servers, loop and store this one
         uses, with its settings, environment and (unless given) `cells_dir` (a broker's client):
         this one keeps its own checked files, pending problems and subscribers, and closing it stops
-        none of that service's servers; of `settings`, only `directory` is its own (the directory
-        its client works in), the rest must be the shared service's (`ValueError`)."""
+        none of that service's servers; of `settings`, only its client's own knobs are its own
+        (`CLIENT_KNOBS`: the directory it works in, what it is shown), the rest must be the
+        shared service's (`ValueError`)."""
         self._cells_dir = cells_dir if cells_dir is not None or shares is None else (
             shares.cells_dir)
         self._host = shares
         if shares is None:
             self._state = ServiceState(settings or Settings(), environment)
         else:
-            own = shares.settings if settings is None else settings
-            if replace(own, directory=shares.settings.directory) != shares.settings:
-                raise ValueError("a sharing service takes the shared one's settings "
-                                 "(its directory aside)")
-            self._state = shares._state.sharing(own.directory)
+            self._state = shares._state.sharing(settings)
         self._loop: BackgroundLoop | None = None
         self._checker = Checker(self._state)
         self._control = ServerControl(
@@ -105,8 +102,10 @@ class Service:
         return self._state.settings
 
     def configure(self, settings: Settings) -> Settings:
-        """New settings at once (e.g. from `%config`); running servers keep running. Not for
-        a service that shares another's (`RuntimeError`)."""
+        """New settings at once (e.g. from `%config`); running servers keep running. One that
+        shares another's takes only its client's own knobs (`CLIENT_KNOBS`: the directory it
+        works in, what it is shown; else `ValueError`), keeping its checked files and pending
+        problems."""
         self._state.configure(settings)
         return self.settings
 

@@ -10,11 +10,8 @@ own beyond that: it may not check, query or render anything.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
-
 from ipylsp.model.environment import Environment
-from ipylsp.model.settings import Settings
+from ipylsp.model.settings import Settings, for_servers
 from ipylsp.service.answers import Answers, store_file
 from ipylsp.service.check.known_files import KnownFiles
 from ipylsp.service.runtime.pool import ClientPool
@@ -28,6 +25,8 @@ class ServiceState:
         a value for it)."""
         self.owner = True
         """Owns its pool, resolver and store (False: `sharing` made it, another closes them)."""
+        self._host_settings = settings
+        """The settings of the state whose parts this one shares (its own when it owns them)."""
         self._settings = settings
         self.environment = environment
         """A given one is fixed for the service's life: a pool slot is keyed by (server, root)
@@ -40,21 +39,23 @@ class ServiceState:
         self.answers = Answers(settings)
         """The store, as a cache of servers' answers (its `store` is None when off)."""
 
-    def sharing(self, directory: Path | None = None) -> ServiceState:
-        """A state for another client of the same servers (a broker's client): the settings,
-        environment, pool and store of this one, the directory the client works in
-        (`Settings.directory`: where a file in no project belongs, hence its servers' root)
-        and checked files of its own, so that what its writes introduced is measured
-        against its own last texts."""
+    def sharing(self, settings: Settings | None = None) -> ServiceState:
+        """A state for another client of the same servers (a broker's client): the
+        environment, pool and store of this one, the client's own knobs (`settings`, whose
+        others must be this one's: `CLIENT_KNOBS`; among them the directory it works in,
+        where a file in no project belongs, hence its servers' root) and checked files of
+        its own, so that what its writes introduced is measured against its own last texts.
+        `ValueError` for settings that would run the servers otherwise."""
         view = object.__new__(ServiceState)
         view.owner = False
-        view._settings = replace(self._settings, directory=directory)
+        view._host_settings = self._settings
         view.environment = self.environment
         view.pool, view.answers = self.pool, self.answers
-        view.resolver = (self.resolver if directory == self._settings.directory
-                         else self.resolver.sharing(view._settings))
+        view.resolver = self.resolver
+        view._settings = self._settings
         view.known = KnownFiles()
         view.notices = Notices()
+        view.configure(self._settings if settings is None else settings)
         return view
 
     @property
@@ -63,10 +64,17 @@ class ServiceState:
 
     def configure(self, settings: Settings) -> None:
         """New settings for every part at once; a new store file (`store`, `store_path`) is
-        opened in place of the old one, the same one takes its new size cap. Not for a
-        state that shares another's parts (their settings are that one's)."""
+        opened in place of the old one, the same one takes its new size cap. A state that
+        shares another's parts takes only its client's own knobs (`CLIENT_KNOBS`; else
+        `ValueError`): its checked files and pending problems stay."""
         if not self.owner:
-            raise RuntimeError("a shared service's settings are its owner's")
+            if for_servers(settings) != for_servers(self._host_settings):
+                raise ValueError("a sharing service takes the shared one's settings (its "
+                                 "client's own knobs aside: CLIENT_KNOBS)")
+            if settings.directory != self.resolver.settings.directory:
+                self.resolver = self.resolver.sharing(settings)
+            self._settings = settings
+            return
         self._settings = self.pool.settings = self.resolver.settings = settings
         if store_file(settings) != self.answers.configured:
             self.answers.close()
