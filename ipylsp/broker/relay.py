@@ -277,8 +277,13 @@ class RelayedService(_Facade):
     # -- servers ------------------------------------------------------------------------------
 
     def status(self) -> list[ServerStatus]:
+        """The context's servers in the broker, and those this process started for what
+        cannot cross (`feature`: `%lsp hover`...)."""
         ok, value = self._call("status", timeout=5.0)
-        return value if ok else self._in_process().status()
+        if not ok:
+            return self._in_process().status()
+        local = self._local
+        return [*value, *(local.status() if local is not None else ())]
 
     def start(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> list[str]:
         where = str(absolute(path))
@@ -289,11 +294,17 @@ class RelayedService(_Facade):
         """Stop this context's servers; `SharedServers` when other clients use them and not
         `shared` (nothing stopped)."""
         ok, value = self._call("stop", {"server_id": server_id}, shared=shared)
-        return value if ok else self._in_process().stop(server_id)
+        if not ok:
+            return self._in_process().stop(server_id)
+        local = self._local  # what this process started for features goes too
+        return int(value) + (local.stop(server_id) if local is not None else 0)
 
     def restart(self, server_id: str | None = None, *, shared: bool = False) -> int:
         ok, value = self._call("restart", {"server_id": server_id}, shared=shared)
-        return value if ok else self._in_process().restart(server_id)
+        if not ok:
+            return self._in_process().restart(server_id)
+        local = self._local
+        return int(value) + (local.restart(server_id) if local is not None else 0)
 
     def server_pids(self) -> list[int]:
         return [row.pid for row in self.status() if row.pid is not None]
