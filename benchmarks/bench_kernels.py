@@ -136,6 +136,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import ipylsp
 from ipylsp import json_text
+from ipylsp.lsp.process import WATCHDOG
 from ipylsp.lsp.procfs import TAG_VAR, carrying, wait_exited
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.settings import Settings
@@ -463,7 +464,7 @@ def snapshot(roles: dict[int, str], marker: str) -> dict[str, Any]:
             kind = roles[pid]
         elif pid in brokers:
             kind = "broker"
-        elif argv[1:3] == ["-S", "-c"] and argv[-1].startswith(f"{TAG_VAR}="):
+        elif WATCHDOG in argv and argv[-1].startswith(f"{TAG_VAR}="):  # shell or Python
             kind = "watchdog"
         elif name in ("ty", "ruff"):
             kind = name

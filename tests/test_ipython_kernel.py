@@ -230,8 +230,10 @@ def _live_descendants(pid: int) -> dict[int, str]:
 
 
 def _is_watchdog(cmdline: str) -> bool:
-    """ipylsp's parent-death guard (not a server): `python -S -c <kill registered groups>`."""
-    return " -S -c " in cmdline and "os.killpg" in cmdline
+    """ipylsp's parent-death guard (not a server): its command line names it."""
+    from ipylsp.lsp.process import WATCHDOG
+
+    return f" {WATCHDOG} " in f" {cmdline} "
 
 
 def _servers(pid: int) -> list[str]:

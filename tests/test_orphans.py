@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ipylsp.lsp.client import LanguageClient
-from ipylsp.lsp.process import TAG_VAR, descendants, running, wait_exited
+from ipylsp.lsp.process import TAG_VAR, WATCHDOG, descendants, running, wait_exited
 from ipylsp.model.server_spec import InstallRecipe, ServerSpec
 from ipylsp.model.settings import Settings
 from ipylsp.service.service import Service
@@ -205,7 +205,7 @@ def test_a_sigkilled_kernel_leaves_no_server_and_no_helper(tmp_path: Path) -> No
     pidfile, record = tmp_path / "helper.pid", tmp_path / "record.jsonl"
     with Kernel(kernel_dir_for(tmp_path), seed_workspace(tmp_path)) as k:
         server, helper = _kernel_with_helper_server(k, pidfile, record)
-        watchdogs = [p for p in descendants(k.pid) if "os.killpg" in cmdline(p)]
+        watchdogs = [p for p in descendants(k.pid) if f" {WATCHDOG} " in cmdline(p)]
         assert len(watchdogs) == 1
         os.kill(k.pid, signal.SIGKILL)
         # The watchdog acts on the kernel's death, then exits itself.
