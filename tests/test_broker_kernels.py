@@ -314,3 +314,18 @@ def test_cd_and_a_display_knob_keep_the_kernels_session_its_pending_and_its_serv
         assert info["contexts"] == 1 and servers_of(info) == [ty]
         status = k.run("%lsp status").result or ""
         assert IN_PROCESS not in status, status
+
+
+def test_a_kernel_that_checked_nothing_there_does_not_hold_back_a_restart(site: Site) -> None:
+    """A client counts as using a server once it checked a file (or sent its cells) below its
+    root: an idle kernel attached to the broker does not make the servers shared."""
+    with kernel(site) as first, kernel(site) as second:
+        for k in (first, second):
+            assert k.run("%load_ext ipylsp").outputs == []
+        assert texts(write_bad(first, site)) == [block("bad.py", ERROR)]
+        assert "broker: pid" in (second.run("%lsp status").result or "")  # attached, idle
+        assert first.run("%lsp restart").result == (
+            "restarted 2 servers (they start on next use)")
+        assert texts(write_bad(second, site)) == [block("bad.py", ERROR)]  # now it uses them
+        assert first.run("%lsp restart").result == SHARED.format(
+            done="restarted", line="restart", action="restart")

@@ -52,7 +52,7 @@ else:
 RELAYED = frozenset({
     "status", "start", "stop", "restart", "servers_status", "check_files", "check_rest",
     "changed_on_disk", "settle_late", "pending", "pending_count", "error_count", "diagnostics",
-    "store_info", "unchecked", "configure",
+    "store_info", "unchecked", "configure", "checked_files",
 })
 """The facade's methods (and properties) a client may call in the broker; the broker refuses
 any other name."""
@@ -392,6 +392,10 @@ class RelayedService(_Facade):
                 callback(typing.cast(Report, report))
             except Exception:
                 self._subscribers.remove(callback)
+
+    def checked_files(self) -> list[Path]:
+        ok, value = self._call("checked_files", timeout=5.0)
+        return value if ok else self._in_process().checked_files()
 
     def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
         wanted = None if paths is None else tuple(absolute(p) for p in paths)

@@ -318,9 +318,7 @@ class BrokerProcess:
         if method not in RELAYED or not isinstance(given, dict):
             return _error("bad_call", f"{method!r} is not a relayed facade method")
         if method in ("stop", "restart") and not args.get("shared"):
-            with self._lock:  # another process's sessions: not this client's status askers
-                others = len({s.pid for s in self._sessions.values()
-                              if s.context is session.context and s.pid != session.pid})
+            others = self._others_using(session, given.get("server_id"))
             if others > 0:
                 return _error("shared", str(others))
         if method == "configure":  # the client's store and data directory, as at its hello
@@ -329,6 +327,20 @@ class BrokerProcess:
             return {"ok": to_wire(session.service.configure(settings))}
         local = {"progress": progress} if method in ("check_files", "check_rest") else {}
         return {"ok": call_relayed(session.service, method, given, **local)}
+
+    def _others_using(self, session: Session, server_id: object) -> int:
+        """How many other client processes use the context's servers `server_id` (None:
+        all) names: have checked a file, or sent a cells' document, below one's root (this
+        client's own other sessions, a status asker, never count)."""
+        roots = [row.root for row in session.context.service.status()
+                 if server_id is None or row.server_id == server_id]
+        with self._lock:
+            others = [s for s in self._sessions.values()
+                      if s.context is session.context and s.pid != session.pid]
+        users = {s.pid for s in others
+                 if any(path.is_relative_to(root) for path in s.service.checked_files()
+                        for root in roots)}
+        return len(users)
 
     def _toolbox(self, session: Session, args: dict[str, Any]) -> Toolbox:
         from ipylsp.agent.toolbox import Toolbox

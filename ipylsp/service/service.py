@@ -275,6 +275,11 @@ class Service:
         """Stop calling `callback`; False when it was not subscribed."""
         return self._sink.unsubscribe(callback)
 
+    def checked_files(self) -> list[Path]:
+        """The files this client has checked and its in-memory documents (a kernel's cells):
+        what it uses the servers that serve them for."""
+        return sorted(self._state.known)
+
     def changed_on_disk(self, paths: Iterable[Path] | None = None) -> list[Path]:
         """Checked files (all, or those of `paths`) whose text on disk is no longer the text
         last checked: an editor, another process or `git checkout` changed them."""
