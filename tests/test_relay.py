@@ -194,3 +194,12 @@ def test_the_clients_own_knobs_change_in_its_session_others_make_a_new_one(
         assert broker.closed and len(made) == 1  # a new session, in the context it makes
     finally:
         service.close()
+
+
+def test_an_answer_that_is_not_one_leaves_this_process_to_answer(tmp_path: Path) -> None:
+    service = relayed(StubBroker(None, answer={"not": "a list of statuses"}), tmp_path)
+    try:
+        assert service.status() == []  # this process's
+        assert (service.fallback or "").startswith("the broker's answer to status is not one (")
+    finally:
+        service.close()

@@ -220,8 +220,14 @@ class RelayedService(_Facade):
             if method in ("check_files", "check_rest"):
                 raise  # this check's budget is spent: its files are "timed out"
             return False, None  # this process answers, as it will from now on
+        if not ok:
+            return False, None
         answer_type = signature(RelayedService, method)["return"]  # Service's (test_relay)
-        return (True, from_wire(answer_type, answer)) if ok else (False, None)
+        try:
+            return True, from_wire(answer_type, answer)
+        except ValueError as exc:  # another build's answer, or our bug: never the caller's
+            self._in_process(f"the broker's answer to {method} is not one ({exc})")
+            return False, None
 
     def tool(self, name: str, arguments: dict[str, Any] | None, *, root: Path,
              max_chars: int | None = None) -> dict[str, Any] | None:
