@@ -116,3 +116,30 @@ def test_a_moved_problem_is_handed_over_at_its_latest_place() -> None:
     moved = FileReport(Path("/w/a.py"), "a.py", current=(error(4),), servers=("ty",))
     channel.record(Report(files=(moved,)))
     assert handed(channel.take()[0]) == [("a.py", 4)]
+
+
+def test_a_mirror_forgets_what_the_channel_it_mirrors_handed_over() -> None:
+    """A broker's client keeps a copy of what its session owes (`handed_over`): after the
+    session's hand-over, the copy owes exactly the rest, its cut included."""
+    session, mirror = PendingChannel(), PendingChannel()
+    report = Report(files=(file("a.py", *(error(line, f"m{line}") for line in range(12))),
+                           file("b.py", error(0))))
+    session.record(report)
+    mirror.record(report)
+    first, left = session.take()
+    mirror.handed_over(first)
+    assert (left, len(mirror)) == (2, 2)  # a.py's two beyond the 10 a hand-over takes
+    second, _ = session.take()
+    assert handed(mirror.take()[0]) == handed(second)
+    assert len(mirror) == 0
+
+
+def test_a_hand_over_says_what_stays_pending_here_and_elsewhere() -> None:
+    from ipylsp.model.settings import Settings
+
+    channel = PendingChannel()
+    channel.record(Report(files=tuple(file(f"f{i}.py", error(0)) for i in range(31))))
+    shown = channel.hand_over(None, Settings(), "%lsp pending", more=4)
+    assert shown.notes == ("... and 5 more pending: %lsp pending",)
+    assert len(handed(shown)) == 30
+    assert str(PendingChannel().hand_over(None, Settings(), "again")) == "nothing pending"

@@ -156,6 +156,14 @@ class RelayedService(_Facade):
         self._relay_lock = threading.Lock()
         self._closed = False
         self._subscribers: list[Callable[[Report], object]] = []
+        from ipylsp.service import PendingChannel
+
+        self._owed = PendingChannel()
+        """What the broker's session owes this client of its checks (`pending`), mirrored:
+        kept here when that broker is killed, handed over from here then (`_orphaned`)."""
+        self._orphaned: list[PendingChannel] = []
+        self._era = broker.pid
+        """The broker `_owed` mirrors (its pid): another one means the first was replaced."""
 
     # -- where calls go ---------------------------------------------------------------------
 
@@ -360,8 +368,34 @@ class RelayedService(_Facade):
         if not ok:
             value = self._in_process().check_files(files, timeout=timeout, progress=progress,
                                                    cold=cold)
+        elif self._broker is not None:  # the broker's answer: what its session now owes
+            self._mirror(value, files)
         self._publish(value)
         return typing.cast(Report, value)
+
+    def _replaced(self) -> None:
+        """When the broker answering is another than the one `_owed` mirrors (the first was
+        killed and `Broker.call` started a new one), what the first owed is kept here."""
+        broker = self._broker
+        if broker is None or broker.pid == self._era:
+            return
+        from ipylsp.service import PendingChannel
+
+        with self._relay_lock:
+            if len(self._owed):
+                self._orphaned.append(self._owed)
+            self._owed, self._era = PendingChannel(), broker.pid
+
+    def _mirror(self, report: Report, files: Sequence[FileCheck] = ()) -> None:
+        """Record what a check by the broker introduced, as its session's pending channel
+        does: not a virtual document (cells), nor a preflight's text."""
+        self._replaced()
+        skip = {str(f.path) for f in files if f.virtual or f.content is not None}
+        kept = tuple(f for f in report.files if str(f.path) not in skip)
+        if kept:
+            from dataclasses import replace
+
+            self._owed.record(replace(report, files=kept))
 
     def _timed_out(self, files: Sequence[FileCheck], detail: str) -> Report:
         unknown = (Unknown("ipylsp", UnknownReason.TIMED_OUT, detail),)
@@ -377,6 +411,8 @@ class RelayedService(_Facade):
             return Report(notes=(f"the files left unchecked were not checked: {late}",))
         if not ok:
             value = self._in_process().check_rest(timeout=timeout, progress=progress)
+        elif self._broker is not None:
+            self._mirror(value)
         self._publish(value)
         return typing.cast(Report, value)
 
@@ -414,8 +450,30 @@ class RelayedService(_Facade):
 
     def pending(self, options: FormatOptions | None = None, *,
                 again: str = "ipylsp.pending()") -> ShownReport:
+        """What the broker's session owes this client; first, what a killed broker owed
+        (kept here: `_owed`)."""
+        shown = self._orphans(options, again)
+        if shown is not None:
+            return shown
         ok, value = self._call("pending", {"options": options, "again": again})
-        return value if ok else self._in_process().pending(options, again=again)
+        if not ok:
+            return self._in_process().pending(options, again=again)
+        self._replaced()  # this very call found its broker killed and started another
+        shown = self._orphans(options, again)
+        if shown is not None:
+            return shown
+        self._owed.handed_over(value)
+        return typing.cast("ShownReport", value)
+
+    def _orphans(self, options: FormatOptions | None, again: str) -> ShownReport | None:
+        """A hand-over of what a killed broker owed, or None when it owed nothing more."""
+        with self._relay_lock:
+            self._orphaned = [channel for channel in self._orphaned if len(channel)]
+            if not self._orphaned:
+                return None
+            channel, others = self._orphaned[0], self._orphaned[1:]
+        more = sum(len(c) for c in others) + len(self._owed)
+        return channel.hand_over(options, self._settings, again, more=more)
 
     @property
     def unchecked(self) -> int:
@@ -425,7 +483,8 @@ class RelayedService(_Facade):
     @property
     def pending_count(self) -> int:
         ok, value = self._call("pending_count", timeout=5.0)
-        return value if ok else self._in_process().pending_count
+        orphaned = sum(len(channel) for channel in self._orphaned)
+        return orphaned + (value if ok else self._in_process().pending_count)
 
     @property
     def thread_ident(self) -> int | None:

@@ -43,16 +43,18 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
     from ipylsp.service.check.before_text import read_text as read_text
     from ipylsp.service.check.before_text import readable_text as readable_text
     from ipylsp.service.check.before_text import special_file as special_file
+    from ipylsp.service.outputs.pending import NOTHING_PENDING as NOTHING_PENDING
+    from ipylsp.service.outputs.pending import PendingChannel as PendingChannel
     from ipylsp.service.queries import Trip as Trip
     from ipylsp.service.runtime.process_wide import get_service as get_service
     from ipylsp.service.runtime.process_wide import reset_service as reset_service
-    from ipylsp.service.service import NOTHING_PENDING as NOTHING_PENDING
     from ipylsp.service.service import Service as Service
     from ipylsp.store import STORE_ENV as STORE_ENV
     from ipylsp.store import StoreInfo as StoreInfo
 
 _EXPORTS = {
-    "Service": "service", "NOTHING_PENDING": "service",
+    "Service": "service", "NOTHING_PENDING": "outputs.pending",
+    "PendingChannel": "outputs.pending",
     "get_service": "runtime.process_wide", "reset_service": "runtime.process_wide",
     "InstallProgress": "admin.server_table", "StatusView": "admin.server_table",
     "UnknownServer": "admin.server_table",

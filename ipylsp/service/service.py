@@ -55,8 +55,6 @@ __all__ = ["FileCheck", "Service"]
 A = TypeVar("A")
 T = TypeVar("T")
 
-NOTHING_PENDING = "nothing pending"
-"""What every surface says when nothing is pending."""
 
 class Service:
     """Language servers for any number of workspaces, driven from a background loop."""
@@ -394,11 +392,7 @@ class Service:
         second budget could hide a problem handed over), or says "nothing pending". Without
         `options`, nothing is cut to a rendering, and it prints with the settings' options,
         every severity."""
-        report, left = self._pending.take(options=options)
-        if left:
-            report = replace(report, notes=(*report.notes, f"... and {left} more pending: {again}"))
-        shown = options or FormatOptions.from_settings(self.settings, severity="all")
-        return ShownReport.of(report, replace(shown, max_report_chars=0), NOTHING_PENDING)
+        return self._pending.hand_over(options, self.settings, again)
 
     @property
     def pending_count(self) -> int:

@@ -14,13 +14,17 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
+from dataclasses import replace
 from pathlib import Path
 
-from ipylsp.analysis.report import FormatOptions, select
+from ipylsp.analysis.report import FormatOptions, ShownReport, select
 from ipylsp.model.diagnostics import Diagnostic, FileReport, Report
+from ipylsp.model.settings import Settings
 
 MAX_PER_FILE = 10
 MAX_TOTAL = 30
+NOTHING_PENDING = "nothing pending"
+"""What every surface says when nothing is pending."""
 
 Identity = tuple[int, str | None, str | None, str, str]
 
@@ -85,6 +89,31 @@ class PendingChannel:
                     self._forget(file.path)
             remaining = sum(sum(c.values()) for c in self._pending.values())
         return offered, remaining
+
+    def hand_over(self, options: FormatOptions | None, settings: Settings, again: str,
+                  more: int = 0) -> ShownReport:
+        """`take` as every surface shows it: cut by `options` (else every severity, with
+        `settings`' options), its note saying how many stay pending (and `more` kept
+        elsewhere) and how to ask again, printing whole, or "nothing pending"."""
+        report, left = self.take(options=options)
+        if left + more:
+            report = replace(report, notes=(*report.notes,
+                                            f"... and {left + more} more pending: {again}"))
+        shown = options or FormatOptions.from_settings(settings, severity="all")
+        return ShownReport.of(report, replace(shown, max_report_chars=0), NOTHING_PENDING)
+
+    def handed_over(self, report: Report) -> None:
+        """Forget what another channel of the same checks handed over (a broker's session,
+        whose hand-overs a client mirrors to keep what it is owed if the broker is killed)."""
+        with self._lock:
+            for file in report.files:
+                counter = self._pending.get(file.path)
+                if counter is None:
+                    continue
+                counter.subtract(_identity(d) for d in file.diagnostics)
+                self._pending[file.path] = +counter
+                if not self._pending[file.path]:
+                    self._forget(file.path)
 
     def _offer(self, max_per_file: int, max_total: int) -> Report:
         """The next hand-over (nothing forgotten yet); stale entries are dropped on the way."""
