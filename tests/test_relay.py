@@ -203,3 +203,34 @@ def test_an_answer_that_is_not_one_leaves_this_process_to_answer(tmp_path: Path)
         assert (service.fallback or "").startswith("the broker's answer to status is not one (")
     finally:
         service.close()
+
+
+def test_what_a_broker_owed_is_handed_over_here_once_it_fails(tmp_path: Path) -> None:
+    """Problems a broker's check introduced, not yet handed over when the broker fails, are
+    handed over by this process (then its own)."""
+    from ipylsp.model.diagnostics import (
+        Diagnostic,
+        FileReport,
+        Position,
+        Range,
+        Report,
+        Severity,
+    )
+    from ipylsp.model.wire import to_wire
+
+    bad = tmp_path / "bad.py"
+    problem = Diagnostic(Range(Position(0, 0), Position(0, 1)), Severity.ERROR, "boom", "ty",
+                         "E1", "ty")
+    answer = Report(files=(FileReport(bad, "bad.py", diagnostics=(problem,), current=(problem,),
+                                      servers=("ty",)),))
+    broker = StubBroker(None, answer=to_wire(answer))
+    service = relayed(broker, tmp_path)
+    try:
+        assert service.check_files([FileCheck(bad, before="")]) == answer
+        broker.failure = BrokerUnavailable("the broker is gone")
+        assert str(service.pending()) == (
+            '<diagnostics file="bad.py">\nERROR [1:1] boom [E1] (ty)\n</diagnostics>')
+        assert service.fallback == "no broker (the broker is gone)"
+        assert str(service.pending()) == "nothing pending"
+    finally:
+        service.close()

@@ -185,6 +185,9 @@ class RelayedService(_Facade):
                 if self._broker is not None:
                     self._broker.close()
                     self._broker = None
+                if len(self._owed):  # what that broker owed is handed over from here
+                    self._orphaned.append(self._owed)
+                    self._owed = type(self._owed)()
             if self._local is None:
                 from ipylsp.service import Service
 
@@ -456,8 +459,10 @@ class RelayedService(_Facade):
         if shown is not None:
             return shown
         ok, value = self._call("pending", {"options": options, "again": again})
-        if not ok:
-            return self._in_process().pending(options, again=again)
+        if not ok:  # this very call found the broker gone: what it owed is handed over here
+            shown = self._orphans(options, again)
+            return shown if shown is not None else self._in_process().pending(options,
+                                                                               again=again)
         self._replaced()  # this very call found its broker killed and started another
         shown = self._orphans(options, again)
         if shown is not None:
