@@ -239,6 +239,10 @@ class Hub:
             "ConfigurableHTTPProxy.api_url": f"http://127.0.0.1:{self.proxy_api_port}",
             "ConfigurableHTTPProxy.auth_token": self.proxy_token,
             "Spawner.cmd": [str(HUB_VENV / "bin" / "jupyterhub-singleuser")],
+            # kernels on IPC sockets in the user's runtime directory, not on TCP ports of
+            # 127.0.0.1: a ZMQ client another test left reconnecting to a port it once used
+            # (a heartbeat's raw `ping`) reached a new kernel there ("DELIM not in msg_list")
+            "Spawner.args": ["--KernelManager.transport=ipc"],
             "Spawner.environment": dict(environment),
             "Spawner.start_timeout": 120,
             "Spawner.http_timeout": 120,
