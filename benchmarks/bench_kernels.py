@@ -137,7 +137,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 import ipylsp
 from ipylsp import json_text
 from ipylsp.lsp.process import WATCHDOG
-from ipylsp.lsp.procfs import TAG_VAR, carrying, wait_exited
+from ipylsp.lsp.procfs import TAG_VAR, carrying, parent, wait_exited
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.settings import Settings
 
@@ -418,15 +418,6 @@ def full_argv(pid: int) -> list[str]:
             return [a.decode(errors="replace") for a in handle.read().split(b"\0")[:-1]]
     except OSError:
         return []
-
-
-def parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def proc_kb(pid: int, file: str, key: str) -> int:

@@ -42,7 +42,7 @@ import pytest
 
 from ipylsp.broker import frames
 from ipylsp.broker.client import mount_namespace
-from ipylsp.lsp.procfs import TAG_VAR, wait_exited
+from ipylsp.lsp.procfs import TAG_VAR, parent, wait_exited
 from tests.conftest import MARKER, MARKER_VAR, cmdline
 from tests.hub import (
     REPO,
@@ -94,11 +94,6 @@ def command(pid: int) -> list[str]:
     except OSError:
         return []
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
-def parent(pid: int) -> int:
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return int(text[text.rindex(")") + 2:].split()[1])
 
 
 def environ(pid: int) -> dict[str, str]:

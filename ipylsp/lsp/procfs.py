@@ -65,6 +65,15 @@ def running(pid: int) -> bool:
     return fields is not None and fields[0] not in (b"Z", b"X")
 
 
+def parent(pid: int) -> int | None:
+    """The parent of `pid`, or None when it is gone."""
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[1]) if fields is not None else None
+    except (IndexError, ValueError):
+        return None
+
+
 def start_time(pid: int) -> int:
     """Start time of `pid` in clock ticks since boot (0 when unknown): a pid with its start
     time names one process, even after the pid is reused."""
