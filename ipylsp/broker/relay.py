@@ -346,21 +346,18 @@ class RelayedService(_Facade):
 
     def check(self, path: str | os.PathLike[str], *, content: str | None = None,
               before: str | None = None, timeout: float | None = None) -> Report:
-        if content is not None and not isinstance(content, str):
-            raise TypeError("content must be a str")
-        if before is not None and not isinstance(before, str):
-            raise TypeError("before must be a str")
-        return self.check_files(
-            [FileCheck(absolute(path), before=before, content=content)], timeout=timeout)
+        return self.check_files([FileCheck.asked(path, before=before, content=content)],
+                                timeout=timeout)
 
     def check_files(self, files: Sequence[FileCheck], *, timeout: float | None = None,
                     progress: Callable[[str], None] | None = None, cold: float | None = None,
                     ) -> Report:
         if not files:
             return Report()
-        files = [f if f.path.is_absolute() else FileCheck(
-            absolute(f.path), before=f.before, content=f.content, virtual=f.virtual)
-            for f in files]
+        from dataclasses import replace
+
+        files = [f if f.path.is_absolute() else replace(f, path=absolute(f.path))
+                 for f in files]
         budget = self._settings.wait_budget if timeout is None else float(timeout)
         try:
             ok, value = self._call("check_files", {"files": tuple(files), "timeout": budget,

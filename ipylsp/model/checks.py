@@ -33,3 +33,14 @@ class FileCheck:
     preflight: bool = False
     """With `virtual`: a text checked before it runs (a cell's preflight); the known baseline
     stays the last text that ran. (A file's `content` is always a preflight.)"""
+
+    @classmethod
+    def asked(cls, path: str | os.PathLike[str], *, before: str | None = None,
+              content: str | None = None) -> FileCheck:
+        """The check a caller asks for one file (`Service.check`): its path made `absolute`;
+        `TypeError` for a `before` or `content` that is not a str."""
+        if content is not None and not isinstance(content, str):
+            raise TypeError("content must be a str")
+        if before is not None and not isinstance(before, str):
+            raise TypeError("before must be a str")
+        return cls(absolute(path), before=before, content=content)

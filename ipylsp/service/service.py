@@ -194,13 +194,8 @@ class Service:
         the file, else its git HEAD version, else empty (everything counts as new). For a
         preflight (`content` given) it defaults to the file's text on disk: the proposed edit.
         """
-        if content is not None and not isinstance(content, str):
-            raise TypeError("content must be a str")
-        if before is not None and not isinstance(before, str):
-            raise TypeError("before must be a str")
-        return self.check_files(
-            [FileCheck(absolute(path), before=before, content=content)], timeout=timeout
-        )
+        return self.check_files([FileCheck.asked(path, before=before, content=content)],
+                                timeout=timeout)
 
     def check_files(
         self,
