@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker.client import ANSWER_MARGIN, Broker, BrokerError, BrokerLate, BrokerUnavailable
 from ipylsp.model.checks import FileCheck, absolute
-from ipylsp.model.diagnostics import FileReport, Report, Unknown, UnknownReason, display_path
+from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.settings import Settings, for_servers
 from ipylsp.model.wire import from_wire, to_wire
 
@@ -398,9 +398,12 @@ class RelayedService(_Facade):
             self._owed.record(replace(report, files=kept))
 
     def _timed_out(self, files: Sequence[FileCheck], detail: str) -> Report:
-        unknown = (Unknown("ipylsp", UnknownReason.TIMED_OUT, detail),)
-        return Report(files=tuple(
-            FileReport(f.path, display_path(f.path, None), unknown=unknown) for f in files))
+        """The report of a check the broker took and did not answer: each file "timed out",
+        as the service says of its own (`failed_files`)."""
+        from ipylsp.service import failed_files
+
+        return Report(files=tuple(failed_files((f.path for f in files), self._settings,
+                                               UnknownReason.TIMED_OUT, detail)))
 
     def check_rest(self, *, timeout: float | None = None,
                    progress: Callable[[str], None] | None = None) -> Report:

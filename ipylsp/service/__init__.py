@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
     from ipylsp.service.check.before_text import read_text as read_text
     from ipylsp.service.check.before_text import readable_text as readable_text
     from ipylsp.service.check.before_text import special_file as special_file
+    from ipylsp.service.check.file_reports import failed_files as failed_files
     from ipylsp.service.outputs.pending import NOTHING_PENDING as NOTHING_PENDING
     from ipylsp.service.outputs.pending import PendingChannel as PendingChannel
     from ipylsp.service.queries import Trip as Trip
@@ -61,7 +62,7 @@ _EXPORTS = {
     "STORE_OFF": "answers",
     "MAX_FILE_BYTES": "check.before_text", "FileRefused": "check.before_text",
     "read_text": "check.before_text", "readable_text": "check.before_text",
-    "special_file": "check.before_text",
+    "special_file": "check.before_text", "failed_files": "check.file_reports",
     "Trip": "queries",
     "data_dir": "ipylsp.servers.executables", "InstallResult": "ipylsp.servers.installers",
     "languages": "ipylsp.servers", "registry": "ipylsp.servers",
