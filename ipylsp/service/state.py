@@ -25,11 +25,11 @@ class ServiceState:
         a value for it)."""
         self.owner = True
         """Owns its pool, resolver and store (False: `sharing` made it, another closes them)."""
-        self._host_settings = settings
-        """The settings of the state whose parts this one shares (its own when it owns them)."""
+        self._host: ServiceState = self
+        """The state whose parts this one uses (itself when it owns them)."""
         self._settings = settings
         self.environment = environment
-        """A given one is fixed for the service's life: a pool slot is keyed by (server, root)
+        """A given one is fixed for the service's life: a pool slot is keyed by (server, root, gate)
         alone (a broker keys its services by the environment)."""
         self.pool = ClientPool(settings, self.environment)
         self.resolver = Resolver(settings, self.pool, self.environment)
@@ -48,7 +48,7 @@ class ServiceState:
         `ValueError` for settings that would run the servers otherwise."""
         view = object.__new__(ServiceState)
         view.owner = False
-        view._host_settings = self._settings
+        view._host = self
         view.environment = self.environment
         view.pool, view.answers = self.pool, self.answers
         view.resolver = self.resolver
@@ -68,7 +68,7 @@ class ServiceState:
         shares another's parts takes only its client's own knobs (`CLIENT_KNOBS`; else
         `ValueError`): its checked files and pending problems stay."""
         if not self.owner:
-            if for_servers(settings) != for_servers(self._host_settings):
+            if for_servers(settings) != for_servers(self._host.settings):
                 raise ValueError("a sharing service takes the shared one's settings (its "
                                  "client's own knobs aside: CLIENT_KNOBS)")
             if settings.directory != self.resolver.settings.directory:
