@@ -338,7 +338,8 @@ def test_a_pattern_that_is_no_glob_stops_no_check(
         block("dist/x.py", TY_DIST, RUFF_DIST),
         block("gen/x.py", TY_ERRORS[0], F821_BOTH),
     ])
-    assert caplog.records == []
+    # ipylsp's own records: a kernel client an earlier test left to the collector may log here
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("ipylsp")] == []
 
 
 def test_a_fifo_config_file_keeps_the_budget(
