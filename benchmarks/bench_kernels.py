@@ -3,7 +3,7 @@ what it costs a new kernel's first check and every cell check, and whether ten k
 checking at once each get their own reports, every one, with nothing left behind.
 
 Run: ``.venv/bin/python benchmarks/bench_kernels.py [--kernels 5] [--first-cell 7]
-[--basedpyright 7] [--boundary 300] [--boundary-cells 20] [--stress-kernels 10]
+[--basedpyright 7] [--boundary 300] [--boundary-cells 30] [--stress-kernels 10]
 [--stress-seconds 60] [--server-ext auto|on|off] [--only memory,first_cell,boundary,stress]``.
 Prints one JSON object (also ``benchmarks/results/bench_kernels.json``); about 4 min on 2
 cores with the defaults (245 s in the run the README quotes).
@@ -77,7 +77,10 @@ on a tree others edit, run from a worktree of a commit, first on ``PYTHONPATH``:
     (``frames.send``/``receive`` wrapped) and computed from the wire forms with
     ``json_text.dumps`` (request: ``encode_args`` of the files; answer: ``to_wire`` of the
     report). Then the user's view (``kernel_cell``): two warm kernels, broker on and off,
-    ``--boundary-cells`` ``%%writefile`` cells each (a new error every time), alternating.
+    ``--boundary-cells`` ``%%writefile`` cells each (a new error every time), alternating;
+    and the check alone in those kernels (``kernel_check``): ``--boundary-cells`` cells
+    each timing 10 checks in the kernel (no cell machinery; on the relay side no other
+    service's loop in the process, unlike (A)). Each in a workspace of its own.
 ``stress``
     ``--stress-kernels`` kernels on one broker, one thread each, for ``--stress-seconds``:
     in turn each writes a file of its own with an error (three per kernel, rewritten), one of
@@ -274,6 +277,8 @@ class Kernel:
                         cell.report_ms = c.ms(now - cell.started)
                     if "text/plain" in data:
                         cell.texts.append(str(data["text/plain"]))
+                elif kind == "stream":
+                    cell.texts.append(str(content.get("text", "")))
                 elif kind == "error":
                     cell.error = f"{content.get('ename')}: {content.get('evalue')}"
         cell.reports = [finals[key] for key in order]
@@ -1073,9 +1078,78 @@ def bench_boundary(iso: c.Isolation, reps: int, cells: int) -> dict[str, Any]:
             relayed.close()
             raw.close()
             service.close()
-        out["kernel_cell"] = kernel_cells(made, ws, cells)
+        # each in a workspace of its own: the broker's servers for it have open only what
+        # the other side's have (its kernel's file and cells), not this section's other
+        # sessions' files (a server with more documents open does more at each change)
+        out["kernel_cell"] = kernel_cells(
+            made, iso.workspace({"README.md": "bench\n"}, "kernel-cell"), cells)
+        out["kernel_check"] = kernel_checks(
+            made, iso.workspace({"README.md": "bench\n"}, "kernel-check"), cells)
+        added = out["kernel_check"]["added_ms"]
+        out.setdefault("targets", {})["kernel_check"] = (
+            added is not None and added <= TARGET_BOUNDARY_MS)
     out.pop("broker_logs", None)
     return out
+
+
+KERNEL_CHECKS = """
+import json as _json, time as _time
+from pathlib import Path as _Path
+import ipylsp as _ipylsp
+from ipylsp.model.checks import FileCheck as _FileCheck
+_service, _times, _wrong = _ipylsp.get_service(), [], []
+for _mark, _before in {marks!r}:
+    _target = _Path({path!r})
+    _target.write_text(f'x: int = "{{_mark}}"\\n')
+    _start = _time.perf_counter()
+    _report = _service.check_files([_FileCheck(_target.absolute(), before=_before)],
+                                   timeout=30.0)
+    _times.append((_time.perf_counter() - _start) * 1e3)
+    if not any(f'"{{_mark}}"' in d.message for f in _report.files for d in f.diagnostics):
+        _wrong.append(_mark)
+print(_json.dumps({{"ms": _times, "wrong": _wrong}}))
+"""
+"""A kernel's timed checks of its own file, each a new error (`marks`: the error's letters
+and the text before), as its cell hook makes them: `service.check_files` timed in the
+kernel, on its service (the broker's relay, or its own in-process one)."""
+
+
+def kernel_checks(made: Part, ws: Path, cells: int, per_cell: int = 10) -> dict[str, Any]:
+    """The check alone, in a real kernel: two warm kernels in ``ws``, broker on and off,
+    ``cells`` cells each (alternating, after 2 untimed), each timing ``per_cell`` checks of its own
+    file in the kernel (`KERNEL_CHECKS`): no cell's machinery, no client's, and no other
+    service's loop in the timed process (the in-process comparison of this section has the
+    relay's client beside an in-process service's loop in one interpreter)."""
+    kernels = {side: made.kernel(ws, side == "broker", f"checks-{side}")
+               for side in ("broker", "off")}
+    times: dict[str, list[float]] = {side: [] for side in kernels}
+    wrong: list[str] = []
+    before = dict.fromkeys(kernels, "")
+    serial = iter(range(10**6))
+    for k in kernels.values():
+        k.run("%load_ext ipylsp")
+    for i in range(-2, cells):
+        for side in (("broker", "off") if i % 2 == 0 else ("off", "broker")):
+            marks = []
+            for _ in range(per_cell):
+                mark = token(9, next(serial))
+                marks.append((mark, before[side]))
+                before[side] = f'x: int = "{mark}"\n'
+            cell = kernels[side].run(KERNEL_CHECKS.format(
+                marks=marks, path=str(ws / f"check_{side}.py")))
+            said = next((t for t in reversed(cell.texts) if t.startswith("{")), None)
+            if said is None:
+                wrong.append(f"{side} {i}: {cell.texts[-2:]} {cell.error}")
+                continue
+            got = json.loads(said)
+            wrong.extend(f"{side} {i}: {m}" for m in got["wrong"])
+            if i >= 0:
+                times[side].extend(got["ms"])
+    made.close_kernels(list(kernels.values()))
+    med = {side: c.median(values) for side, values in times.items()}
+    return {"ms": {side: spread(values) for side, values in times.items()},
+            "added_ms": c.difference(med["broker"], med["off"]),
+            "ratio_broker_to_off": c.ratio(med["broker"], med["off"]), "wrong": wrong}
 
 
 def kernel_cells(made: Part, ws: Path, n: int) -> dict[str, Any]:
@@ -1308,7 +1382,7 @@ def main() -> int:
     parser.add_argument("--basedpyright", type=int, default=7,
                         help="new kernels per side (basedpyright on requests; 0: skip)")
     parser.add_argument("--boundary", type=int, default=300, help="rounds of the 5 checks")
-    parser.add_argument("--boundary-cells", type=int, default=20, help="kernel cells per side")
+    parser.add_argument("--boundary-cells", type=int, default=30, help="kernel cells per side")
     parser.add_argument("--stress-kernels", type=int, default=10)
     parser.add_argument("--stress-seconds", type=float, default=60.0)
     parser.add_argument("--server-ext", choices=("auto", "on", "off"), default="auto",
