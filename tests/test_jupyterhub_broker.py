@@ -155,8 +155,6 @@ class Site:
     tokens: dict[str, str] = field(default_factory=dict)
     kernels: dict[str, list[RemoteKernel]] = field(default_factory=dict)
     memory: dict[str, Any] = field(default_factory=dict)
-    before_stop: dict[str, list[int]] = field(default_factory=dict)
-    """Each user's broker, ty and ruff when the hub stopped their servers."""
 
     def notebooks(self, name: str, count: int, *, ipylsp: bool, prefix: str) -> None:
         """`count` kernels of `name`'s server, each running the same cells: `%load_ext ipylsp`
@@ -414,22 +412,16 @@ def test_three_notebooks_cost_one_pair_in_the_broker(in_use: Site) -> None:
           f"{measured['pss_mb']['limit']}); {RESULTS}")
 
 
-def test_a_stopped_server_leaves_its_broker_without_clients(in_use: Site) -> None:
-    """The hub stops both servers (SIGINT), after their kernels: the brokers' sessions end."""
+def test_no_broker_outlives_the_users_servers(in_use: Site) -> None:
+    """The hub stops both servers (SIGINT), after their kernels: a Jupyter server's broker
+    ends once the server and every other client have gone (`ends_broker`), its servers with
+    it, not after `broker_idle`."""
     site = in_use
     theirs = {name: [*brokers_of(name), *language_servers_of(name)] for name in USERS}
     assert all(len(pids) == 3 for pids in theirs.values()), theirs
-    site.before_stop = theirs
     for name in USERS:
         site.close_kernels(name)
         stopped(site, name)
-
-
-def test_no_broker_outlives_the_users_servers(in_use: Site) -> None:
-    """A Jupyter server's broker ends once the server and every other client have gone
-    (`ends_broker`), its servers with it, not after `broker_idle`."""
-    theirs = in_use.before_stop
-    assert theirs, "test_a_stopped_server_leaves_its_broker_without_clients did not run"
     left = wait_exited([p for pids in theirs.values() for p in pids], GONE_WITHIN_S)
     assert left == [], (
         f"{GONE_WITHIN_S} s after the hub stopped their servers, the users still run: "
