@@ -382,3 +382,37 @@ def test_a_tool_call_the_broker_took_and_never_answered_is_a_timeout(
     late = server.toolbox.call("lsp_hover", {"symbol": "f"})
     assert (late.ok, late.error_code, late.text) == (
         False, "timeout", "error [timeout]: the broker did not answer within 5.0 s; retry")
+
+
+def test_a_server_stopping_while_its_first_call_attaches_does_not_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`ServerState.close` during the first call's attach (up to the attach's budget) returns
+    at once; the attach's service, once made, is closed, and the call that asked ends on
+    it."""
+    import threading
+
+    from ipylsp.model.settings import Settings
+    from ipylsp.server import state as server_state
+
+    attaching, release = threading.Event(), threading.Event()
+
+    def slow_attach(*args: object, **kwargs: object) -> str:
+        attaching.set()
+        assert release.wait(30)
+        return "the broker is off (a test)"
+
+    monkeypatch.setattr(server_state, "attach", slow_attach)
+    state = server_state.ServerState(tmp_path, Settings(broker=False))
+    got: list[Any] = []
+    first = threading.Thread(target=lambda: got.append(state.service))
+    first.start()
+    assert attaching.wait(30)
+    state.close()  # returns while the attach still waits
+    assert state.in_process is None and got == []
+    release.set()
+    first.join(30)
+    (service,) = got
+    assert state.in_process == "the broker is off (a test)"
+    with pytest.raises(RuntimeError, match="closed"):
+        service.check(tmp_path / "a.py")

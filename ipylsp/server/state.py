@@ -50,6 +50,8 @@ class ServerState:
         self.settings = replace(settings, directory=root)
         self._log = log or logging.getLogger(__name__)
         self._lock = threading.Lock()
+        self._attaching = threading.Lock()
+        self._closed = False
         self._service: Service | None = None
         self._off: str | None = None
         """Why the service is this process's own from the start (the broker off, or none)."""
@@ -62,21 +64,32 @@ class ServerState:
     def service(self) -> Service:
         """The user's broker's service for this server (attached at first use, the broker
         started if none runs), else one of this process's own (`in_process` says why)."""
-        with self._lock:
-            if self._service is None:
-                # the broker ends with this server once alone (a hub's stop, `jupyter lab`'s
-                # end): the users' kernels end with it, nothing of theirs stays for its idle
-                relayed = attach(self.settings, cells_dir=self.root, ends_broker=True)
-                if not isinstance(relayed, RelayedService):  # off, or why none can be had
-                    self._off = relayed
-                    # the root's servers check the cells, as they check its files
-                    self._service = Service(self.settings, cells_dir=self.root)
-                else:
-                    self._service = relayed
-                    self._log.info("ipylsp: language servers of the user's broker (pid %d)",
-                                   relayed.broker_pid)
-            service = self._service
+        service = self._service
+        if service is None:
+            with self._attaching:  # one attach; `close` and `tell` do not wait for it
+                service = self._service
+                if service is None:
+                    service = self._attach()
         self.tell()
+        return service
+
+    def _attach(self) -> Service:
+        # the broker ends with this server once alone (a hub's stop, `jupyter lab`'s end):
+        # the users' kernels end with it, nothing of theirs stays for its idle
+        relayed = attach(self.settings, cells_dir=self.root, ends_broker=True)
+        if isinstance(relayed, RelayedService):
+            service: Service = relayed
+            self._log.info("ipylsp: language servers of the user's broker (pid %d)",
+                           relayed.broker_pid)
+        else:  # off, or why none can be had; the root's servers check the cells
+            service = Service(self.settings, cells_dir=self.root)
+        with self._lock:
+            if not isinstance(relayed, RelayedService):
+                self._off = relayed
+            self._service = service
+            closed = self._closed
+        if closed:  # the server stopped meanwhile: the call that asked ends on it
+            service.close()
         return service
 
     @property
@@ -122,6 +135,7 @@ class ServerState:
         """The service closed (kept: a call still running ends on it, and none attaches again
         once the server stops); the broker's servers stay, for its other clients."""
         with self._lock:
+            self._closed = True
             service = self._service
             cells, self._cells = self._cells, None
         if service is not None:
