@@ -335,3 +335,50 @@ def test_a_kernel_that_checked_nothing_there_does_not_hold_back_a_restart(site: 
         assert texts(write_bad(second, site)) == [block("bad.py", ERROR)]  # now it uses them
         assert first.run("%lsp restart").result == SHARED.format(
             done="restarted", line="restart", action="restart")
+
+
+# -- queries: `%lsp hover` and its kin are the broker's ------------------------------------------
+
+AREA = (
+    "def area(side: float) -> float:\n"
+    "    return side * side\n"
+    "\n"
+    "\n"
+    "def report() -> float:\n"
+    "    return area(2.0) + area(3.0)\n"
+)
+QUERIES = (
+    "%lsp hover area.py:6:12",
+    "%lsp references area.py:1:5",
+    # a feature with parameters, through the Python API: the kernel's service is the broker's
+    "import ipylsp\nfrom ipylsp.lsp.requests.calls import CALLS\n"
+    "ipylsp.get_service().feature(CALLS.given('outgoing'), 'area.py', 4, 4)",
+)
+
+
+def test_a_kernels_queries_are_answered_by_the_brokers_servers_as_in_process(
+    site: Site,
+) -> None:
+    """`%lsp hover`, `%lsp references` and calls (outgoing) in a kernel on the broker answer
+    what an in-process kernel answers, from the broker's servers: none starts in the kernel,
+    and `%lsp status` shows none of its own."""
+    with kernel(site, broker=False) as alone, kernel(site) as k:
+        answers: dict[int, list[str | None]] = {}
+        for each in (alone, k):
+            assert each.run("%load_ext ipylsp").outputs == []
+            assert texts(each.run("%%writefile area.py\n" + AREA)) == []  # clean
+            answers[each.pid] = [each.run(query).result for query in QUERIES]
+        hover, references, calls = answers[k.pid]
+        assert answers[k.pid] == answers[alone.pid]
+        assert hover is not None and "def area(side: float) -> float" in hover, hover
+        assert references == "area.py:1:5\narea.py:6:12\narea.py:6:24", references
+        assert calls == "function report [area.py:5:5]\n  function area [area.py:1:5]", calls
+
+        [broker] = site.brokers()
+        assert own_servers(k.pid, broker) == []
+        assert servers_below(broker, "ty") != []
+        status = (k.run("%lsp status").result or "").splitlines()
+        assert status[0].startswith(f"broker: pid {broker} "), status
+        assert not any("(this process)" in line or line.startswith(IN_PROCESS)
+                       for line in status), status
+        assert k.run("ipylsp.get_service()._local is None").result == "True"

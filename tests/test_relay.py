@@ -1,10 +1,13 @@
 """`broker.relay.RelayedService` against a broker that fails in each way it can (units: a stub
 broker, no socket): a check the broker took and did not answer is "timed out" and the kernel
 checks in-process from then on, said once; a broker gone answers in-process at once; a broker
-that refuses a stop of shared servers stops nothing."""
+that refuses a stop of shared servers stops nothing. Queries: a declared feature crosses as its
+kind and parameters, each one's answer type round trips through JSON, a caller's own feature
+is asked here."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,14 @@ class StubBroker:
         self.closed = True
 
 
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    """A file no server reads: a check or a query of it in this process starts none."""
+    made = tmp_path / "notes.xyz"
+    made.write_text("text\n")
+    return made
+
+
 def relayed(broker: StubBroker, tmp_path: Path) -> RelayedService:
     def no_other(settings: Settings) -> Any:
         raise AssertionError("not asked for another broker")
@@ -46,26 +57,32 @@ def relayed(broker: StubBroker, tmp_path: Path) -> RelayedService:
                           make_broker=no_other)
 
 
-@pytest.mark.real  # the local check looks for a git HEAD baseline
-def test_a_check_the_broker_took_and_never_answered_is_timed_out_then_checked_here(
-    tmp_path: Path,
-) -> None:
-    notes = tmp_path / "notes.xyz"  # no server reads it: the local check starts none
-    notes.write_text("text\n")
-    broker = StubBroker(BrokerLate("the broker did not answer within 7.0 s"))
+LATE = "the broker did not answer within 7.0 s"
+
+
+@pytest.fixture
+def hung(tmp_path: Path) -> Iterator[tuple[StubBroker, RelayedService]]:
+    """A relayed service whose broker takes every call and never answers it (`LATE`)."""
+    broker = StubBroker(BrokerLate(LATE))
     service = relayed(broker, tmp_path)
     try:
-        [late] = service.check_files([FileCheck(notes)]).files
-        assert [(u.reason, u.detail) for u in late.unknown] == [
-            (UnknownReason.TIMED_OUT, "the broker did not answer within 7.0 s")]
-        assert service.fallback == ("the broker did not answer (the broker did not answer "
-                                    "within 7.0 s)")
-        assert broker.closed and [name for name, _ in broker.calls] == ["service"]
-        [here] = service.check_files([FileCheck(notes)]).files  # in this process now
-        assert (here.path, here.servers, here.unknown) == (notes, (), ())  # no server reads it
-        assert len(broker.calls) == 1
+        yield broker, service
     finally:
         service.close()
+
+
+@pytest.mark.real  # the local check looks for a git HEAD baseline
+def test_a_check_the_broker_took_and_never_answered_is_timed_out_then_checked_here(
+    hung: tuple[StubBroker, RelayedService], notes: Path,
+) -> None:
+    broker, service = hung
+    [late] = service.check_files([FileCheck(notes)]).files
+    assert [(u.reason, u.detail) for u in late.unknown] == [(UnknownReason.TIMED_OUT, LATE)]
+    assert service.fallback == f"the broker did not answer ({LATE})"
+    assert broker.closed and [name for name, _ in broker.calls] == ["service"]
+    [here] = service.check_files([FileCheck(notes)]).files  # in this process now
+    assert (here.path, here.servers, here.unknown) == (notes, (), ())  # no server reads it
+    assert len(broker.calls) == 1
 
 
 def test_a_broker_gone_for_good_answers_in_process_at_once_and_says_so(tmp_path: Path) -> None:
@@ -234,3 +251,159 @@ def test_what_a_broker_owed_is_handed_over_here_once_it_fails(tmp_path: Path) ->
         assert str(service.pending()) == "nothing pending"
     finally:
         service.close()
+
+
+# -- queries: a declared feature crosses as its kind and parameters -----------------------------
+
+
+def sample(kind: Any) -> Any:
+    """A value of the type `kind` with every optional field set (what a round trip must keep),
+    made from the declared types: a feature with a new answer type needs nothing here."""
+    import dataclasses
+    import enum
+    import types
+    import typing
+
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        return sample(next(a for a in args if a is not type(None)))
+    if origin is tuple:
+        return (sample(args[0]), sample(args[0])) if args[-1] is Ellipsis else tuple(
+            sample(a) for a in args)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return list(kind)[-1]
+    if dataclasses.is_dataclass(kind):
+        hints = typing.get_type_hints(kind)
+        return kind(**{f.name: sample(hints[f.name]) for f in dataclasses.fields(kind)
+                       if f.init})
+    made = {str: "é «x»", int: 3, float: 2.5, bool: True, Path: Path("/w/a.py"),
+            type(None): None}
+    return made[kind]
+
+
+def test_every_declared_features_result_crosses_the_wire_whole() -> None:
+    """Each declared feature, given parameters of its type, crosses as its kind and params,
+    and its result (answer of its `answer_type`, the reasons, a store's stand-in) comes back
+    equal through JSON."""
+    import json
+
+    from ipylsp.lsp.requests import FeatureResult
+    from ipylsp.lsp.requests.declared import DECLARED, from_wire_form, wire_form
+    from ipylsp.model.diagnostics import Cached, Unknown
+
+    assert len(DECLARED) == 13
+    for kind, declared in DECLARED.items():
+        given = declared.given(sample(type(declared.params)))
+        form = wire_form(given)
+        assert form is not None and form["kind"] == kind
+        assert from_wire_form(json.loads(json.dumps(form))) == given, kind
+        result = FeatureResult(given, sample(declared.answer_type), "ty",
+                               (Unknown("ruff", UnknownReason.TIMED_OUT, "late", "wait"),),
+                               Cached(12.5, stale=True))
+        wire = json.loads(json.dumps(result.to_wire()))
+        back = given.result_from_wire(wire)
+        assert (back, back.answer) == (result, result.answer), kind
+        assert given.result_from_wire(FeatureResult(given).to_wire()) == FeatureResult(given)
+        with pytest.raises(ValueError):  # another feature's answer is not one
+            given.result_from_wire({**wire, "answer": {"nothing": "of it"}})
+
+
+def test_a_feature_of_the_callers_own_is_not_a_declared_one() -> None:
+    from dataclasses import replace
+
+    from ipylsp.lsp.requests.calls import CALLS
+    from ipylsp.lsp.requests.declared import from_wire_form, wire_form
+    from ipylsp.lsp.requests.hover import HOVER
+
+    assert wire_form(replace(HOVER, render=lambda answer, root: ["mine"])) is None
+    assert wire_form(HOVER.given(7)) is None  # parameters of another type
+    assert wire_form(CALLS.given("outgoing")) == {"kind": "calls", "params": "outgoing"}
+    with pytest.raises(ValueError, match="no feature 'format_disk'"):
+        from_wire_form({"kind": "format_disk", "params": None})
+    with pytest.raises(ValueError):
+        from_wire_form({"kind": "rename", "params": ["not", "a", "name"]})
+
+
+def test_a_declared_query_is_answered_by_the_broker_in_this_clients_session(
+    tmp_path: Path,
+) -> None:
+    """A declared feature with its parameters (calls, outgoing) goes to the broker as its kind,
+    params and place (the path made absolute here); its answer is the broker's, read as the
+    feature's answer type, and no service is made in this process."""
+    import os
+
+    from ipylsp.lsp.requests import FeatureResult
+    from ipylsp.lsp.requests.calls import CALLS
+    from ipylsp.model.answers import Symbol
+
+    outgoing = CALLS.given("outgoing")
+    answer = FeatureResult(outgoing, (Symbol("area", "method", 4, 8, 0, tmp_path / "a.py"),),
+                           "ty")
+    broker = StubBroker(None, answer=answer.to_wire())
+    service = relayed(broker, tmp_path)
+    here = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert service.feature(outgoing, "a.py", 3, 4) == answer
+        [(name, args)] = broker.calls
+        assert (name, args) == ("feature", {
+            "feature": {"kind": "calls", "params": "outgoing"},
+            "path": str(tmp_path / "a.py"), "line": 3, "column": 4, "timeout": None})
+        assert service._local is None and service.fallback is None
+        with pytest.raises(ValueError, match="non-negative"):  # the caller's, not the broker's
+            service.feature(outgoing, "a.py", -1, 0)
+        assert len(broker.calls) == 1 and service.fallback is None
+    finally:
+        os.chdir(here)
+        service.close()
+
+
+def test_a_query_the_broker_took_and_never_answered_is_timed_out_then_asked_here(
+    hung: tuple[StubBroker, RelayedService], notes: Path,
+) -> None:
+    from ipylsp.lsp.requests.hover import HOVER
+
+    broker, service = hung
+    late = service.feature(HOVER, notes, 0, 0)
+    assert (late.reason, late.error) == (UnknownReason.TIMED_OUT, LATE)
+    assert service.fallback == f"the broker did not answer ({LATE})"
+    here = service.feature(HOVER, notes, 0, 0)  # this process's service now
+    assert (here.reason, len(broker.calls)) == (UnknownReason.NO_LANGUAGE, 1)
+
+
+def test_a_feature_that_cannot_cross_or_an_answer_that_is_not_one_is_asked_here(
+    tmp_path: Path, notes: Path,
+) -> None:
+    from dataclasses import replace
+
+    from ipylsp.lsp.requests.hover import HOVER
+
+    broker = StubBroker(None, answer={"answer": ["not", "a", "hover"]})
+    service = relayed(broker, tmp_path)
+    try:
+        own = replace(HOVER, empty="(mine)")
+        assert service.feature(own, notes).reason is UnknownReason.NO_LANGUAGE
+        assert broker.calls == [] and service.fallback is None  # the broker still answers
+        assert service.feature(HOVER, notes).reason is UnknownReason.NO_LANGUAGE
+        assert (service.fallback or "").startswith("the broker's answer to hover is not one (")
+    finally:
+        service.close()
+
+
+def test_the_broker_asks_a_relayed_query_of_the_clients_session(tmp_path: Path,
+                                                                 notes: Path) -> None:
+    """The broker's side: the feature found by its kind, the place read as `Service.feature`
+    types it; a feature not declared, or a place it does not take, is refused."""
+    from ipylsp.broker.relay import answer_feature, feature_call
+    from ipylsp.lsp.requests.rename import RENAME
+    from ipylsp.service import Service
+
+    call = feature_call(RENAME.given("Box"), notes, 0, 1, 2.0)
+    assert call is not None
+    with Service(Settings(directory=tmp_path)) as service:
+        result = RENAME.given("Box").result_from_wire(answer_feature(service, call))
+        assert (result.kind, result.reason) == ("rename", UnknownReason.NO_LANGUAGE)
+        for bad in ({"feature": {"kind": "shell", "params": None}}, {"line": "0"},
+                    {"path": "notes.xyz"}, {"timeout": "soon"}):
+            with pytest.raises(ValueError):
+                answer_feature(service, {**call, **bad})

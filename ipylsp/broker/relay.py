@@ -4,11 +4,16 @@ done by the user's broker, on the servers every other client of the same context
 It is a `Service` to its callers (the cell hooks, the magics): each facade method is one call
 over the broker's socket, `{"call": "service", "args": {"method": ..., "args": ...}}`, whose
 arguments and answer take the model's one wire form (`model.wire`) as typed by `Service`'s own
-signature (`hints`): the contract is the facade's, read on both sides, never copied. What
-cannot cross (a callback; a `Feature` with its functions; installing, which needs no running
-server) is done in this process by a local `Service` made on first need; an agent tool, whose
-queries would need features, is relayed whole instead (`tool`: the broker's tools, in this
-client's session, as the Jupyter server extension asks them).
+signature (`hints`): the contract is the facade's, read on both sides, never copied. A query
+(`feature`: `%lsp hover`, `ipylsp.references(...)`) is `{"call": "feature", ...}`: a declared
+feature as its kind and parameters (`lsp.requests.declared`), its place as `Service.feature`
+types it, asked in this client's session on the broker's servers; its `FeatureResult` comes
+back in its wire form, its answer read as the feature's `answer_type`. What cannot cross (a
+`Feature` of the caller's own, whose functions stay here; a `trip`'s plan, a coroutine of
+callbacks; installing, which needs no running server) is done in this process by a local
+`Service` made on first need; an agent tool, whose queries run in such a plan, is relayed
+whole instead (`tool`: the broker's tools, in this client's session, as the Jupyter server
+extension asks them).
 
 Never worse than in-process: where the broker cannot be had any more (it does not start, it
 refuses, it took a call and hung), the local `Service` answers this call and every later one,
@@ -29,7 +34,7 @@ import threading
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ipylsp.broker.client import ANSWER_MARGIN, Broker, BrokerError, BrokerLate, BrokerUnavailable
 from ipylsp.model.checks import FileCheck, absolute
@@ -39,6 +44,7 @@ from ipylsp.model.wire import from_wire, to_wire
 
 if TYPE_CHECKING:
     from ipylsp.analysis.report import FormatOptions, ShownReport
+    from ipylsp.lsp.requests import Feature, FeatureResult
     from ipylsp.model.status import ServerStatus
     from ipylsp.service import InstallProgress, InstallResult, Service, StatusView, StoreInfo
 
@@ -56,6 +62,11 @@ RELAYED = frozenset({
 })
 """The facade's methods (and properties) a client may call in the broker; the broker refuses
 any other name."""
+
+PLACE = ("path", "line", "column", "timeout")
+"""The parameters of `Service.feature` a relayed query sends beside its feature."""
+
+A = TypeVar("A")
 
 REACH_NOTE = "shared with {others} other client{s} of the broker (kernels, `ipylsp mcp`)"
 
@@ -137,6 +148,33 @@ def call_relayed(service: Service, method: str, args: dict[str, Any], **local: A
     value = getattr(service, method) if isinstance(member, property) else (
         getattr(service, method)(**decoded))
     return to_wire(value)
+
+
+def feature_call(feature: Feature[Any, Any], path: Path, line: int, column: int,
+                 timeout: float | None) -> dict[str, Any] | None:
+    """A query's wire form (a client's side): its feature as the declared one it is, and its
+    place; None for a feature that is not declared (it cannot cross)."""
+    from ipylsp.lsp.requests.declared import wire_form
+
+    form = wire_form(feature)
+    if form is None:
+        return None
+    place = {"path": path, "line": line, "column": column, "timeout": timeout}
+    return {"feature": form, **{name: to_wire(value) for name, value in place.items()}}
+
+
+def answer_feature(service: Service, args: dict[str, Any]) -> Any:
+    """Ask a relayed query on the broker's side: its `FeatureResult`'s wire form. `ValueError`
+    for a feature that is not declared, or a place `Service.feature` does not take."""
+    from ipylsp.lsp.requests.declared import from_wire_form
+    from ipylsp.service import Service
+
+    feature = from_wire_form(args.get("feature"))
+    types = signature(Service, "feature")
+    place = {name: from_wire(types[name], args.get(name)) for name in PLACE}
+    if not os.path.isabs(place["path"]):
+        raise ValueError("a query needs an absolute path")
+    return service.feature(feature, **place).to_wire()
 
 
 class RelayedService(_Facade):
@@ -222,22 +260,29 @@ class RelayedService(_Facade):
               shared: bool = False) -> tuple[bool, Any]:
         """(True, the broker's answer, decoded) or (False, None): `_ask`."""
         budget = self._settings.wait_budget if timeout is None else timeout
+        answer_type = signature(RelayedService, method)["return"]  # Service's (test_relay)
         try:
-            ok, answer = self._ask(lambda broker: broker.call(
+            return self._answered(method, lambda broker: broker.call(
                 "service", {"method": method, "shared": shared,
                             "args": encode_args(method, args or {})},
-                timeout=budget + ANSWER_MARGIN, progress=progress))
+                timeout=budget + ANSWER_MARGIN, progress=progress),
+                lambda answer: from_wire(answer_type, answer))
         except BrokerLate:
             if method in ("check_files", "check_rest"):
                 raise  # this check's budget is spent: its files are "timed out"
             return False, None  # this process answers, as it will from now on
+
+    def _answered(self, what: str, ask: Callable[[Broker], Any],
+                  read: Callable[[Any], Any]) -> tuple[bool, Any]:
+        """(True, the broker's answer to `ask`, `read`) or (False, None): `_ask`. An answer
+        `read` refuses (`ValueError`) leaves this process to answer, said once."""
+        ok, answer = self._ask(ask)
         if not ok:
             return False, None
-        answer_type = signature(RelayedService, method)["return"]  # Service's (test_relay)
         try:
-            return True, from_wire(answer_type, answer)
+            return True, read(answer)
         except ValueError as exc:  # another build's answer, or our bug: never the caller's
-            self._in_process(f"the broker's answer to {method} is not one ({exc})")
+            self._in_process(f"the broker's answer to {what} is not one ({exc})")
             return False, None
 
     def tool(self, name: str, arguments: dict[str, Any] | None, *, root: Path,
@@ -295,7 +340,7 @@ class RelayedService(_Facade):
 
     def status(self) -> list[ServerStatus]:
         """The context's servers in the broker, and those this process started for what
-        cannot cross (`feature`: `%lsp hover`...)."""
+        cannot cross (a caller's own `Feature`, a `trip`)."""
         ok, value = self._call("status", timeout=5.0)
         if not ok:
             return self._in_process().status()
@@ -313,7 +358,7 @@ class RelayedService(_Facade):
         ok, value = self._call("stop", {"server_id": server_id}, shared=shared)
         if not ok:
             return self._in_process().stop(server_id)
-        local = self._local  # what this process started for features goes too
+        local = self._local  # what this process started for what cannot cross goes too
         return int(value) + (local.stop(server_id) if local is not None else 0)
 
     def restart(self, server_id: str | None = None, *, shared: bool = False) -> int:
@@ -519,11 +564,31 @@ class RelayedService(_Facade):
         ok, value = self._call("store_info", {"clear": clear})
         return value if ok else self._in_process().store_info(clear=clear)
 
-    # -- what does not cross ----------------------------------------------------------------
+    # -- queries ------------------------------------------------------------------------------
 
-    def feature(self, feature: Any, path: str | os.PathLike[str], line: int = 0,
-                column: int = 0, *, timeout: float | None = None) -> Any:
-        return self._in_process().feature(feature, path, line, column, timeout=timeout)
+    def feature(self, feature: Feature[Any, A], path: str | os.PathLike[str], line: int = 0,
+                column: int = 0, *, timeout: float | None = None) -> FeatureResult[A]:
+        """A declared feature (`HOVER`, `CALLS.given("outgoing")`...) asked by the broker's
+        servers, in this client's session; a feature of the caller's own in this process. One
+        the broker took and did not answer within its budget is "timed out" (its budget is
+        spent), and the next query runs here."""
+        from ipylsp.lsp.requests.feature import check_place
+
+        check_place(line, column)
+        where = absolute(path)
+        call = feature_call(feature, where, line, column, timeout)
+        if call is not None:
+            budget = self._settings.wait_budget if timeout is None else float(timeout)
+            try:
+                ok, value = self._answered(feature.kind, lambda broker: broker.call(
+                    "feature", call, timeout=budget + ANSWER_MARGIN), feature.result_from_wire)
+            except BrokerLate as late:
+                return feature.failed(UnknownReason.TIMED_OUT, str(late))
+            if ok:
+                return typing.cast("FeatureResult[A]", value)
+        return self._in_process().feature(feature, where, line, column, timeout=timeout)
+
+    # -- what does not cross ----------------------------------------------------------------
 
     def trip(self, plan: Any, *, timeout: float | None = None) -> Any:
         return self._in_process().trip(plan, timeout=timeout)

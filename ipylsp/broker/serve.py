@@ -295,6 +295,10 @@ class BrokerProcess:
                 files = from_wire(tuple[FileCheck, ...], args.get("files"))
                 timeout = float(args.get("timeout") or session.service.settings.wait_budget)
                 return {"ok": to_wire(session.service.check_files(files, timeout=timeout))}
+            if call == "feature":  # a query (`relay.feature_call`) in the client's session
+                from ipylsp.broker.relay import answer_feature
+
+                return {"ok": answer_feature(session.service, args)}
             if call == "tool":
                 box = self._toolbox(session, args)
                 arguments = args.get("arguments")

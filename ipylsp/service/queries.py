@@ -37,7 +37,7 @@ from ipylsp.service.state import ServiceState
 
 A = TypeVar("A")
 
-__all__ = ["STORED", "Feature", "FeatureResult", "Trip", "failed"]
+__all__ = ["STORED", "Feature", "FeatureResult", "Trip"]
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Trip:
             return await self._feature(feature, path, line, column)
         except Exception as exc:  # an odd file or server answer must not reach the caller
             log.exception("%s of %s failed", feature.kind, path)
-            return failed(feature, UnknownReason.FAILED, f"failed: {exc!r}")
+            return feature.failed(UnknownReason.FAILED, f"failed: {exc!r}")
 
     async def _feature(
         self, feature: Feature[Any, A], path: Path, line: int, column: int
@@ -98,13 +98,13 @@ class Trip:
         try:
             text = self.read(path)  # what the check reads, refused in its words
         except FileRefused as refused:
-            return failed(feature, UnknownReason.NOT_READ, refused.about(self.shown(path)))
+            return feature.failed(UnknownReason.NOT_READ, refused.about(self.shown(path)))
         if text is None:
-            return failed(feature, UnknownReason.NO_FILE, f"no such file: {self.shown(path)}")
+            return feature.failed(UnknownReason.NO_FILE, f"no such file: {self.shown(path)}")
         language_id = languages.language_id(path)
         if language_id is None:
-            return failed(feature, UnknownReason.NO_LANGUAGE,
-                          f"no language server knows {path.name}")
+            return feature.failed(UnknownReason.NO_LANGUAGE,
+                                  f"no language server knows {path.name}")
         if not protocol.loaded():  # its slow import runs beside the loop, not on it
             await asyncio.to_thread(protocol.warm)
         q = Query(At(path, text, line, column), language_id, self.deadline, self._readable,
@@ -119,8 +119,8 @@ class Trip:
                     break
         if not answers:
             if not failures:
-                return failed(feature, UnknownReason.NO_PROVIDER,
-                              f"no server for {path.name} offers {feature.kind}")
+                return feature.failed(UnknownReason.NO_PROVIDER,
+                                      f"no server for {path.name} offers {feature.kind}")
             stand_in = STORED.get(feature.kind) if failures[0].reason in _DOWN else None
             stored = stand_in(state.answers, q, _name_scope(state, path)) if stand_in else None
             if stored is not None:
@@ -210,8 +210,3 @@ STORED: dict[str, StandIn] = {
 def _name_scope(state: ServiceState, path: Path) -> Path:
     """The workspace a file's stored names are indexed under, and looked up in."""
     return state.resolver.shown_root(path) or path.parent
-
-
-def failed(feature: Feature[Any, A], reason: UnknownReason, detail: str) -> FeatureResult[A]:
-    """No answer, for a reason of the file's or ipylsp's own (no server to name)."""
-    return FeatureResult(feature, unknown=(Unknown("", reason, detail),))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ipylsp.analysis.report import FormatOptions, ShownReport
 from ipylsp.lsp.jsonrpc import deadline_scope
+from ipylsp.lsp.requests.feature import check_place
 from ipylsp.model.checks import FileCheck, absolute
 from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.environment import Environment
@@ -33,7 +34,7 @@ from ipylsp.service.check.files import Checker
 from ipylsp.service.check.late_answers import LateAnswers
 from ipylsp.service.outputs.pending import PendingChannel
 from ipylsp.service.outputs.subscribers import ReportSink, Subscriber
-from ipylsp.service.queries import Feature, FeatureResult, Trip, failed
+from ipylsp.service.queries import Feature, FeatureResult, Trip
 from ipylsp.service.runtime import cleanup
 from ipylsp.service.runtime.loop import BackgroundLoop, LoopTimeout
 from ipylsp.service.state import ServiceState
@@ -411,14 +412,13 @@ class Service:
         """A language feature (a `Feature` of `lsp/requests/`, with its parameters:
         `CALLS.given("outgoing")`) at a 0-based position; for a feature that takes a file or
         a query, `path` alone."""
-        if not isinstance(line, int) or not isinstance(column, int) or line < 0 or column < 0:
-            raise ValueError("line and column must be non-negative integers")
+        check_place(line, column)
         where = absolute(path)
         try:
             return self.trip(lambda trip: trip.feature(feature, where, line, column),
                              timeout=timeout)
         except TimeoutError as late:
-            return failed(feature, UnknownReason.TIMED_OUT, str(late))
+            return feature.failed(UnknownReason.TIMED_OUT, str(late))
 
     def trip(
         self, plan: Callable[[Trip], Coroutine[Any, Any, T]], *, timeout: float | None = None

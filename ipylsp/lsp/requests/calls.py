@@ -94,6 +94,6 @@ async def _ask(client: LanguageClient, q: Query[Direction]) -> tuple[Symbol, ...
 CALLS: Feature[Direction, tuple[Symbol, ...]] = Feature(
     "calls", "callHierarchyProvider", _ask, symbols.render, "(no function to follow here)",
     "Who calls the function at a place (`incoming`), or what it calls (`outgoing`).",
-    params="incoming",
+    params="incoming", answer_type=tuple[Symbol, ...],
 )
 """Its parameter: the `Direction` (`CALLS.given("outgoing")`)."""

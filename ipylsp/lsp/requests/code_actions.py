@@ -179,5 +179,5 @@ def _render(actions: tuple[CodeAction, ...], root: Path | None) -> list[str]:
 CODE_ACTIONS = Feature(
     "code_actions", "codeActionProvider", _ask, _render, "(no quick fixes on this line)",
     "The quick fixes every server offers for the problems on a line (never applied).",
-    params=None, takes="line", merged=True,
+    params=None, answer_type=tuple[CodeAction, ...], takes="line", merged=True,
 )

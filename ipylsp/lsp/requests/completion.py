@@ -38,4 +38,5 @@ def _render(found: tuple[Completion, ...], root: Path | None) -> list[str]:
 COMPLETIONS = Feature(
     "completions", "completionProvider", _ask, _render, "(no completions here)",
     "What may be written at a place: names, members, keywords.", params=None,
+    answer_type=tuple[Completion, ...],
 )

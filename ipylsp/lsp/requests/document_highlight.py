@@ -42,4 +42,5 @@ async def _ask(client: LanguageClient, q: Query[None]) -> tuple[Location, ...]:
 DOCUMENT_HIGHLIGHT = Feature(
     "document_highlight", "documentHighlightProvider", _ask, render, "(no highlights here)",
     "Every place in its file where the symbol at a place is written or read.", params=None,
+    answer_type=tuple[Location, ...],
 )

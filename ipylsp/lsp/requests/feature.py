@@ -6,19 +6,24 @@ nothing of the store or of the surfaces. The service asks it of the first server
 that offers `capability` (every such server when `merged`) and stands the store in for some
 (`service/queries.py`, by kind); each surface offers the features its own table names: the
 `%lsp` magics, the Python API's functions, the agent tools. A `FeatureResult` is what one
-request produced: the answer, or the `Unknown`s saying why there is none.
+request produced: the answer, or the `Unknown`s saying why there is none; it crosses a process
+boundary (the broker answering a kernel's query) as the model's wire form of its fields but the
+feature, which the asking side holds, its answer read as the feature's declared `answer_type`.
 """
 
 from __future__ import annotations
 
+import functools
 import time
+import typing
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from ipylsp.lsp.requests.request import At, TextSource
 from ipylsp.model.diagnostics import Cached, Unknown, UnknownReason
+from ipylsp.model.wire import from_wire, to_wire
 
 if TYPE_CHECKING:
     from ipylsp.lsp.client import LanguageClient
@@ -64,6 +69,9 @@ class Feature(Generic[P, A]):
     params: P
     """What the request sends beside the place (calls' direction, rename's new name, a symbol
     search's query; None for most): the declared default, another one `given`."""
+    answer_type: type[A]
+    """The type of its answer (`str`, `tuple[Location, ...]`), `A` at run time: what an answer
+    that crossed a process boundary is read as (`result_from_wire`)."""
     takes: Takes = "position"
     merged: bool = False
     """Answered by every server that offers it, not the first (each linter has its own quick
@@ -72,6 +80,30 @@ class Feature(Generic[P, A]):
     def given(self, params: P) -> Feature[P, A]:
         """This feature asked with `params`."""
         return replace(self, params=params)
+
+    def failed(self, reason: UnknownReason, detail: str) -> FeatureResult[A]:
+        """No answer, for a reason of the file's or ipylsp's own (no server to name)."""
+        return FeatureResult(self, unknown=(Unknown("", reason, detail),))
+
+    def result_from_wire(self, data: Any) -> FeatureResult[A]:
+        """This feature's result that `FeatureResult.to_wire` made `data` from (the broker's
+        answer to a relayed query): each field read as `FeatureResult` declares it, the answer
+        as `answer_type`; `ValueError` when `data` is not one."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a {self.kind} result is an object on the wire")
+        types = _result_fields()
+        given: dict[str, Any] = {}
+        for name, kind in types.items():
+            if name in data:
+                kind = self.answer_type | None if name == "answer" else kind
+                given[name] = from_wire(kind, data[name])
+        return FeatureResult(self, **given)
+
+
+def check_place(line: object, column: object) -> None:
+    """`ValueError` unless `line` and `column` are a 0-based place: non-negative integers."""
+    if not isinstance(line, int) or not isinstance(column, int) or line < 0 or column < 0:
+        raise ValueError("line and column must be non-negative integers")
 
 
 def text_lines(text: str, root: Path | None) -> list[str]:
@@ -126,11 +158,25 @@ class FeatureResult(Generic[A]):
         lines = feature.render(self.answer, root) if self.answer is not None else []
         return "\n".join(lines) or feature.empty
 
+    def to_wire(self) -> dict[str, Any]:
+        """Its fields but the feature in the model's wire form (`Feature.result_from_wire`
+        reads it back with the asker's feature)."""
+        return {name: to_wire(getattr(self, name)) for name in _result_fields()}
+
     def __str__(self) -> str:
         return self.format(Path.cwd())
 
     def __repr__(self) -> str:  # `ipylsp.hover(...)` at a prompt reads as the answer
         return self.format(Path.cwd())
+
+
+@functools.cache
+def _result_fields() -> dict[str, Any]:
+    """`FeatureResult`'s fields that cross, with their declared types (its feature does not:
+    the asking side has it; the answer's type is the feature's `answer_type`)."""
+    hints = typing.get_type_hints(FeatureResult)
+    return {f.name: hints[f.name] for f in fields(FeatureResult)
+            if f.init and f.name != "feature"}
 
 
 def _said(unknown: tuple[Unknown, ...]) -> str:

@@ -31,5 +31,5 @@ async def _ask(client: LanguageClient, q: Query[None]) -> str:
 
 HOVER = Feature(
     "hover", "hoverProvider", _ask, text_lines, "(no hover information here)",
-    "The type and documentation of the symbol at a place.", params=None,
+    "The type and documentation of the symbol at a place.", params=None, answer_type=str,
 )

@@ -88,7 +88,8 @@ def _feature(
         return await locate(client, q.at, q.texts, q.timeout)
 
     nothing = f"(no {kind.replace('_', ' ')} found)"
-    return Feature(kind, capability, ask_places, render, nothing, about, params=None)
+    return Feature(kind, capability, ask_places, render, nothing, about, params=None,
+                   answer_type=tuple[Location, ...])
 
 
 DEFINITION = _feature("definition", "definitionProvider", definition,

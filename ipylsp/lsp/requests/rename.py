@@ -44,5 +44,6 @@ def _render(edits: tuple[TextEdit, ...], root: Path | None) -> list[str]:
 RENAME = Feature(
     "rename", "renameProvider", _ask, _render, "(nothing to rename here)",
     "What renaming the symbol at a place would change, as edits (never applied).", params="",
+    answer_type=tuple[TextEdit, ...],
 )
 """Its parameter: the new name (`RENAME.given("Box")`)."""

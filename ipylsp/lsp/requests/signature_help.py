@@ -52,4 +52,5 @@ async def _ask(client: LanguageClient, q: Query[None]) -> str:
 SIGNATURE_HELP = Feature(
     "signature_help", "signatureHelpProvider", _ask, text_lines, "(no signature here)",
     "The signature of the call at a place, with the parameter being written.", params=None,
+    answer_type=str,
 )

@@ -111,12 +111,12 @@ async def _named(client: LanguageClient, q: Query[str]) -> tuple[Symbol, ...]:
 SYMBOLS = Feature(
     "symbols", "documentSymbolProvider", _outline_of, render, "(no symbols)",
     "A file's outline: its classes, functions and variables, nested.",
-    params=None, takes="file",
+    params=None, answer_type=tuple[Symbol, ...], takes="file",
 )
 WORKSPACE_SYMBOLS = Feature(
     "workspace_symbols", "workspaceSymbolProvider", _named, render, "(no symbols)",
     "Symbols whose name matches a query, anywhere in the workspace.",
-    params="", takes="query",
+    params="", answer_type=tuple[Symbol, ...], takes="query",
 )
 """Its parameter: the query (`WORKSPACE_SYMBOLS.given("area")`); the path only chooses the
 servers."""
