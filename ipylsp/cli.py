@@ -608,15 +608,18 @@ def _relayed_tools(settings: Settings, root: Path) -> RelayedTools | None:
     if not wanted(settings):
         return None
     try:
-        broker = Broker.attach(settings, budget=START_BUDGET, cells_dir=root)
+        broker = Broker.attach(settings, budget=START_BUDGET, cells_dir=root, ledger=True)
     except (BrokerUnavailable, BrokerError) as exc:
         print(f"ipylsp mcp: no broker ({exc}); serving in-process", file=sys.stderr)
         return None
+
     def local() -> ToolCaller:
+        """This process's tools, owing what the broker's session owed (its ledger's copy)."""
         from ipylsp.agent.toolbox import Toolbox
         from ipylsp.service import Service
 
-        return Toolbox(Service(settings, cells_dir=root), root)  # closed at exit (cleanup)
+        service = Service(settings, cells_dir=root, pending=broker.release_ledger())
+        return Toolbox(service, root)  # closed at exit (cleanup)
 
     return RelayedTools(broker, root, max_chars=settings.max_answer_chars,
                         timeout=settings.wait_budget + ANSWER_MARGIN, local=local)

@@ -118,20 +118,41 @@ def test_a_moved_problem_is_handed_over_at_its_latest_place() -> None:
     assert handed(channel.take()[0]) == [("a.py", 4)]
 
 
-def test_a_mirror_forgets_what_the_channel_it_mirrors_handed_over() -> None:
-    """A broker's client keeps a copy of what its session owes (`handed_over`): after the
-    session's hand-over, the copy owes exactly the rest, its cut included."""
-    session, mirror = PendingChannel(), PendingChannel()
-    report = Report(files=(file("a.py", *(error(line, f"m{line}") for line in range(12))),
-                           file("b.py", error(0))))
-    session.record(report)
-    mirror.record(report)
-    first, left = session.take()
-    mirror.handed_over(first)
-    assert (left, len(mirror)) == (2, 2)  # a.py's two beyond the 10 a hand-over takes
+def test_a_copy_that_follows_the_journal_owes_what_the_channel_owes() -> None:
+    """A broker's client keeps a copy of what its session owes (`follow`, `replay`): the whole
+    channel first, then each record and hand-over, cut ones and stale entries included; the
+    copy hands over exactly what the channel would have."""
+    session, copy = PendingChannel(), PendingChannel()
+    session.record(Report(files=(file("old.py", error(0, "old")),)))
+    session.follow(copy.replay)
+    assert len(copy) == 1
+    session.record(Report(files=(file("a.py", *(error(line, f"m{line}") for line in range(12))),
+                                 file("b.py", error(0)))))
+    session.record(Report(files=(FileReport(Path("/w/old.py"), "old.py", current=(),
+                                            servers=("ty",)),)))  # old.py's problem is gone
+    _, left = session.take()
+    assert (left, len(copy)) == (2, 2)  # a.py's two beyond the 10 a hand-over takes
+    assert copy.owed() == session.owed()
+    session.follow(None)
     second, _ = session.take()
-    assert handed(mirror.take()[0]) == handed(second)
-    assert len(mirror) == 0
+    assert handed(copy.take()[0]) == handed(second) == [("a.py", 10), ("a.py", 11)]
+    assert len(copy) == 0
+
+
+def test_a_channel_restored_from_what_another_owed_owes_the_same_once() -> None:
+    """A new broker's session takes over the copy (`owed`, then `record` or `restore`): the
+    same problems, newest writes first, each handed over once."""
+    channel = PendingChannel()
+    channel.record(Report(files=(file("a.py", error(0, "a0"), error(1, "a1")),)))
+    channel.record(Report(files=(file("b.py", error(0, "b0")), file("c.py", error(3, "c3")))))
+    owed = channel.owed()
+    assert len(channel) == 4  # asking forgets nothing
+    taken_over, restored = PendingChannel(), PendingChannel()
+    taken_over.record(owed)
+    restored.record(Report(files=(file("z.py", error(0, "gone")),)))
+    restored.restore(owed)
+    expected = [[("b.py", 0), ("c.py", 3), ("a.py", 0), ("a.py", 1)]]
+    assert drain(taken_over) == drain(restored) == drain(channel) == expected
 
 
 def test_a_hand_over_says_what_stays_pending_here_and_elsewhere() -> None:

@@ -18,6 +18,7 @@ from ipylsp.broker.relay import RelayedService, SharedServers, decode_args, enco
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.diagnostics import UnknownReason
 from ipylsp.model.settings import Settings
+from ipylsp.service import PendingChannel
 
 
 class StubBroker:
@@ -29,10 +30,15 @@ class StubBroker:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.closed = False
         self.pid = 4242
+        self.ledger: PendingChannel | None = PendingChannel()
+        """The copy of what the session owes (`Broker.release_ledger`)."""
 
-    def call(self, name: str, args: dict[str, Any], *, timeout: float,
-             progress: Any = None) -> Any:
-        self.calls.append((name, args))
+    def release_ledger(self) -> PendingChannel | None:
+        ledger, self.ledger = self.ledger, None
+        return ledger
+
+    def call(self, name: str, args: Any, *, timeout: float, progress: Any = None) -> Any:
+        self.calls.append((name, args(timeout) if callable(args) else args))
         if self.failure is not None:
             raise self.failure
         return self.answer
@@ -223,8 +229,8 @@ def test_an_answer_that_is_not_one_leaves_this_process_to_answer(tmp_path: Path)
 
 
 def test_what_a_broker_owed_is_handed_over_here_once_it_fails(tmp_path: Path) -> None:
-    """Problems a broker's check introduced, not yet handed over when the broker fails, are
-    handed over by this process (then its own)."""
+    """Problems the broker's session owed (its ledger's copy, `broker/ledger.py`), not yet
+    handed over when the broker fails, are handed over by this process (then its own)."""
     from ipylsp.model.diagnostics import (
         Diagnostic,
         FileReport,
@@ -233,22 +239,21 @@ def test_what_a_broker_owed_is_handed_over_here_once_it_fails(tmp_path: Path) ->
         Report,
         Severity,
     )
-    from ipylsp.model.wire import to_wire
 
     bad = tmp_path / "bad.py"
     problem = Diagnostic(Range(Position(0, 0), Position(0, 1)), Severity.ERROR, "boom", "ty",
                          "E1", "ty")
-    answer = Report(files=(FileReport(bad, "bad.py", diagnostics=(problem,), current=(problem,),
-                                      servers=("ty",)),))
-    broker = StubBroker(None, answer=to_wire(answer))
+    broker = StubBroker(BrokerUnavailable("the broker is gone"))
+    assert broker.ledger is not None
+    broker.ledger.record(Report(files=(FileReport(bad, "bad.py", diagnostics=(problem,),
+                                                  current=(problem,), servers=("ty",)),)))
     service = relayed(broker, tmp_path)
     try:
-        assert service.check_files([FileCheck(bad, before="")]) == answer
-        broker.failure = BrokerUnavailable("the broker is gone")
         assert str(service.pending()) == (
             '<diagnostics file="bad.py">\nERROR [1:1] boom [E1] (ty)\n</diagnostics>')
         assert service.fallback == "no broker (the broker is gone)"
         assert str(service.pending()) == "nothing pending"
+        assert broker.ledger is None  # released once
     finally:
         service.close()
 
@@ -348,7 +353,8 @@ def test_a_declared_query_is_answered_by_the_broker_in_this_clients_session(
         [(name, args)] = broker.calls
         assert (name, args) == ("feature", {
             "feature": {"kind": "calls", "params": "outgoing"},
-            "path": str(tmp_path / "a.py"), "line": 3, "column": 4, "timeout": None})
+            "path": str(tmp_path / "a.py"), "line": 3, "column": 4,
+            "timeout": service.settings.wait_budget})  # all of it is left: nothing was spent
         assert service._local is None and service.fallback is None
         with pytest.raises(ValueError, match="non-negative"):  # the caller's, not the broker's
             service.feature(outgoing, "a.py", -1, 0)

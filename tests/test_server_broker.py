@@ -307,6 +307,9 @@ class FakeBroker:
             raise answer
         return answer
 
+    def release_ledger(self) -> None:
+        """No copy of what a session owes (`Broker.release_ledger`): it owes nothing."""
+
     def close(self) -> None:
         pass
 

@@ -9,6 +9,9 @@ the user can enter, with a secret only the user can read (docs/broker.md).
   send its settings and environment once, then calls; any failure is `BrokerUnavailable`,
   and the caller runs in-process instead (`RelayedTools`: an MCP server's tools).
 - `quick` — a plain `ipylsp check` answered by a running broker, with nothing else imported.
+- `ledger` — what a session owes its client, copied in the client (a kernel, a Jupyter server,
+  `ipylsp mcp`) through the journal of its pending channel, and taken over by its session in
+  a broker that replaces a killed one.
 - `serve` — the broker process: a `Service` per client context (settings and environment),
   the agent tools per workspace, its end when idle or told to stop.
 

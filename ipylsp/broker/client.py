@@ -9,8 +9,11 @@ died, a secret that does not match) is `BrokerUnavailable` with one sentence, an
 runs in-process, as without a broker.
 
 Several threads may call at once (an MCP server's tools): each call takes an idle connection
-or opens one. Imports `frames`, `place` and the standard library at the top; the facade (for
-the data directory) and the agent's tools only on the paths that need them.
+or opens one. Every call keeps to one deadline, its retry on a new broker included (`call`).
+A long-lived client keeps a copy of what its session owes it (`ledger`), which a session
+in a new broker takes over. Imports `frames`, `place` and the standard library at the top;
+the facade (for the data directory), the ledger and the agent's tools only on the paths that
+need them.
 """
 
 from __future__ import annotations
@@ -34,14 +37,27 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ipylsp.agent.result import ToolCaller, ToolResult
+    from ipylsp.broker.ledger import Ledger
     from ipylsp.model.checks import FileCheck
     from ipylsp.model.diagnostics import Report
     from ipylsp.model.settings import Settings
     from ipylsp.model.verdict import Verdict
+    from ipylsp.service import PendingChannel
+
+    Args = dict[str, Any] | Callable[[float], dict[str, Any]]
 
 ANSWER_MARGIN = 5.0
 """Seconds a check's answer may take beyond its own budget before the broker counts as gone
 (the service answers within its budget plus its hand-over margin)."""
+
+
+def share(budget: float, left: float) -> float:
+    """The budget of a call's work in the broker when the call has `left` seconds: its own,
+    less what the call spent before it was sent (a killed broker's attempt, a new broker's
+    start), so that the answer still comes within the caller's deadline."""
+    return max(0.0, min(budget, left - ANSWER_MARGIN))
+
+
 START_BUDGET = 15.0
 """At most this long for a broker to start (its imports, on a loaded machine), within the
 caller's own budget."""
@@ -107,18 +123,25 @@ class Broker:
         """Start a new broker when this one is gone (not for `start=False` clients)."""
         self._idle: list[socket] = []
         self._lock = _thread.allocate_lock()  # `threading.Lock`, without its import
+        self._ledger: Ledger | None = None
+        """The copy of what this client's session owes it (`attach(ledger=True)`)."""
+        self._ledger_lock = _thread.allocate_lock()
 
     @classmethod
     def attach(
         cls, settings: Settings | None, *, budget: float, cells_dir: Path | None = None,
         start: bool = True, where: Place | None = None, ends_broker: bool = False,
+        ledger: bool = False,
     ) -> Broker:
         """A broker for this context, started if none runs and `start`; `BrokerUnavailable`.
         `settings` None: the defaults (a thin client that read no settings file sends none);
         the environment is this process's (the broker keeps what its servers read). `where`:
         a place already found (`place.existing`). `ends_broker`: the
         broker ends once this client and every other one have gone (a Jupyter server, whose
-        users' kernels go with it: nothing of theirs outlives it for `broker_idle`)."""
+        users' kernels go with it: nothing of theirs outlives it for `broker_idle`).
+        `ledger`: keep a copy of what the session owes this client (a long-lived one: a
+        kernel, a Jupyter server, `ipylsp mcp`), taken over by its session in the broker that
+        replaces a killed one (`broker/ledger.py`)."""
         deadline = time.monotonic() + budget
         if where is None:
             try:
@@ -163,24 +186,38 @@ class Broker:
                 raise
             broker.pid = int(answer.get("pid") or 0)
             broker._idle.append(sock)
+            if ledger:
+                from ipylsp.broker.ledger import Ledger
+
+                broker._ledger = Ledger()
+                try:
+                    broker._follow(broker.pid, deadline)
+                except BaseException:
+                    broker.close()
+                    raise
             return broker
         raise AssertionError("unreachable")
 
-    def call(self, name: str, args: dict[str, Any], *, timeout: float,
+    def call(self, name: str, args: Args, *, timeout: float,
              progress: Callable[[str], None] | None = None) -> Any:
         """One call's answer (its wire form), within `timeout` seconds; `progress` is called
         with each line the broker sends while the call waits (servers starting: a relayed
         check's `progress`), and asks it to send them;
         `BrokerUnavailable` when the broker could not be reached or did not answer in time,
-        `BrokerError` when it answered with an error. A connection the broker closed while
-        it was idle (the broker ended, or was killed) is replaced once: by a new broker,
-        started within `START_BUDGET` more, when the old one is gone (the call's `timeout`
-        counts from when it is sent)."""
+        `BrokerError` when it answered with an error. A connection the broker closed (it
+        ended, or was killed, idle or in this very call) is replaced once, by a new broker
+        when the old one is gone, within the same `timeout`: `args` may be a function of the
+        seconds left when the call is sent, which gives the broker's side what is left of a
+        budget (`share`)."""
+        deadline = time.monotonic() + timeout
+        ledger = self._ledger
+        if ledger is not None and not ledger.following:
+            self._drop_idle()  # its broker is gone, or left it: a new connection follows again
         for attempt in (1, 2):
-            sock, reused = self._take(time.monotonic() + START_BUDGET)
-            deadline = time.monotonic() + timeout
+            sock = self._take(min(deadline, time.monotonic() + START_BUDGET))
             try:
-                frames.send(sock, {"call": name, "args": args, "progress": progress is not None},
+                sent = args(deadline - time.monotonic()) if callable(args) else args
+                frames.send(sock, {"call": name, "args": sent, "progress": progress is not None},
                             deadline)
                 answer = frames.receive(sock, deadline)
                 while "progress" in answer and progress is not None:
@@ -191,8 +228,8 @@ class Broker:
                 raise BrokerLate(f"the broker did not answer within {timeout:.1f} s") from None
             except OSError as exc:  # frames.FrameError included
                 sock.close()
-                if reused and attempt == 1:
-                    self.close()  # its other idle connections went with it
+                if attempt == 1:
+                    self._drop_idle()  # its other idle connections went with it
                     continue
                 raise BrokerUnavailable(f"the broker did not answer: {exc}") from None
             with self._lock:
@@ -207,7 +244,9 @@ class Broker:
         from ipylsp.model.diagnostics import Report
         from ipylsp.model.wire import read, to_wire
 
-        answer = self.call("check_files", {"files": to_wire(files), "timeout": timeout},
+        wire = to_wire(files)
+        answer = self.call("check_files", lambda left: {"files": wire,
+                                                        "timeout": share(timeout, left)},
                            timeout=timeout + ANSWER_MARGIN)
         try:
             return read(Report, answer)
@@ -220,9 +259,9 @@ class Broker:
         `files` in `FileCheck`'s wire form, so that a thin client imports no model."""
         from ipylsp.model.verdict import Verdict
 
-        answer = self.call("check", {"files": files, "timeout": timeout, "severity": severity,
-                                     "json": as_json, "more_hint": more_hint},
-                           timeout=timeout + ANSWER_MARGIN)
+        answer = self.call("check", lambda left: {
+            "files": files, "timeout": share(timeout, left), "severity": severity,
+            "json": as_json, "more_hint": more_hint}, timeout=timeout + ANSWER_MARGIN)
         try:
             return Verdict.from_wire(answer)
         except ValueError as exc:
@@ -249,6 +288,20 @@ class Broker:
         self.call("stop", {}, timeout=timeout)
 
     def close(self) -> None:
+        """Close every connection (the session ends with them, its ledger's too)."""
+        self._drop_idle()
+        with self._ledger_lock:
+            if self._ledger is not None:
+                self._ledger.close()
+
+    def release_ledger(self) -> PendingChannel | None:
+        """The copy of what the session owes this client, no longer following the broker (it
+        is gone, or hangs): for this process's own service to hand over (None: no ledger)."""
+        with self._ledger_lock:
+            ledger, self._ledger = self._ledger, None
+        return None if ledger is None else ledger.close()
+
+    def _drop_idle(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
         for sock in idle:
@@ -262,11 +315,11 @@ class Broker:
 
     # -- connections ------------------------------------------------------------------------
 
-    def _take(self, deadline: float) -> tuple[socket, bool]:
-        """An idle connection (True), or a new one, to a new broker if need be (False)."""
+    def _take(self, deadline: float) -> socket:
+        """An idle connection, or a new one, to a new broker if need be."""
         with self._lock:
             if self._idle:
-                return self._idle.pop(), True
+                return self._idle.pop()
         found = _existing(self.place, deadline)
         if found is None:
             if not self._restart:
@@ -275,16 +328,44 @@ class Broker:
         sock, self._secret = found
         try:
             answer = self._hello_on(sock, min(deadline, time.monotonic() + HELLO_WITHIN))
+            self.pid = int(answer.get("pid") or 0)
+            if self._ledger is not None:
+                self._follow(self.pid, deadline)
         except BaseException:
             sock.close()
             raise
-        self.pid = int(answer.get("pid") or 0)
-        return sock, False
+        return sock
 
-    def _hello_on(self, sock: socket, deadline: float) -> dict[str, Any]:
+    def _follow(self, pid: int, deadline: float) -> None:
+        """The ledger follows broker `pid`'s journal of this session: when it followed
+        another (killed) broker, its copy is read to that one's end and handed to this one's
+        session in the hello of a new ledger connection (`broker/ledger.py`)."""
+        with self._ledger_lock:
+            ledger = self._ledger
+            if ledger is None or (ledger.pid == pid and ledger.following):
+                return
+            ledger.settle()
+            found = _existing(self.place, deadline)
+            if found is None:
+                raise BrokerUnavailable("the broker is gone")
+            sock, self._secret = found
+            try:
+                answer = self._hello_on(sock, min(deadline, time.monotonic() + HELLO_WITHIN),
+                                        ledger=ledger.owed())
+            except BaseException:
+                sock.close()
+                raise
+            ledger.follow(sock, int(answer.get("pid") or 0))
+
+    def _hello_on(self, sock: socket, deadline: float,
+                  ledger: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The hello's answer; `ledger`: the connection is the session's ledger connection,
+        with the copy a new session takes over."""
+        hello = {**self._hello, "secret": self._secret}
+        if ledger is not None:
+            hello["ledger"] = ledger
         try:
-            frames.send(sock, {"call": "hello", "args": {**self._hello, "secret": self._secret}},
-                        deadline)
+            frames.send(sock, {"call": "hello", "args": hello}, deadline)
             answer = frames.receive(sock, deadline)
         except frames.Late as exc:
             raise BrokerSilent(f"the broker did not answer: {exc}") from None

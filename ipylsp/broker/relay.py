@@ -18,8 +18,11 @@ extension asks them).
 Never worse than in-process: where the broker cannot be had any more (it does not start, it
 refuses, it took a call and hung), the local `Service` answers this call and every later one,
 said once in `%lsp status` (`fallback`); a broker killed meanwhile is replaced within the call
-(`Broker.call`); a check the broker took and did not answer within its budget is a report of
-"timed out" files (its budget is spent), and the next check runs here.
+and its budget (`Broker.call`); a check the broker took and did not answer within its budget
+is a report of "timed out" files (its budget is spent), and the next check runs here. Nothing
+pending is lost either way: this process keeps a copy of what its session owes it
+(`broker/ledger.py`), which the session of a broker that replaces a killed one takes over,
+and the local `Service` hands over when the broker is gone for good.
 
 Paths are made absolute here, against this process's working directory (the broker's is `/`).
 Touches only the socket (through `client.Broker`) and the facade.
@@ -36,7 +39,14 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ipylsp.broker.client import ANSWER_MARGIN, Broker, BrokerError, BrokerLate, BrokerUnavailable
+from ipylsp.broker.client import (
+    ANSWER_MARGIN,
+    Broker,
+    BrokerError,
+    BrokerLate,
+    BrokerUnavailable,
+    share,
+)
 from ipylsp.model.checks import FileCheck, absolute
 from ipylsp.model.diagnostics import Report, UnknownReason
 from ipylsp.model.settings import Settings, for_servers
@@ -46,7 +56,14 @@ if TYPE_CHECKING:
     from ipylsp.analysis.report import FormatOptions, ShownReport
     from ipylsp.lsp.requests import Feature, FeatureResult
     from ipylsp.model.status import ServerStatus
-    from ipylsp.service import InstallProgress, InstallResult, Service, StatusView, StoreInfo
+    from ipylsp.service import (
+        InstallProgress,
+        InstallResult,
+        PendingChannel,
+        Service,
+        StatusView,
+        StoreInfo,
+    )
 
     _Facade = Service
 else:
@@ -194,14 +211,9 @@ class RelayedService(_Facade):
         self._relay_lock = threading.Lock()
         self._closed = False
         self._subscribers: list[Callable[[Report], object]] = []
-        from ipylsp.service import PendingChannel
-
-        self._owed = PendingChannel()
-        """What the broker's session owes this client of its checks (`pending`), mirrored:
-        kept here when that broker is killed, handed over from here then (`_orphaned`)."""
-        self._orphaned: list[PendingChannel] = []
-        self._era = broker.pid
-        """The broker `_owed` mirrors (its pid): another one means the first was replaced."""
+        self._owed: PendingChannel | None = None
+        """The local service's pending channel: what the broker's session owed this client
+        when the broker went for good (its ledger's copy), then the local checks'."""
 
     # -- where calls go ---------------------------------------------------------------------
 
@@ -221,16 +233,27 @@ class RelayedService(_Facade):
             if why is not None and self._said is None:
                 self._said = why
                 if self._broker is not None:
+                    owed = self._broker.release_ledger()
                     self._broker.close()
                     self._broker = None
-                if len(self._owed):  # what that broker owed is handed over from here
-                    self._orphaned.append(self._owed)
-                    self._owed = type(self._owed)()
+                    if owed is not None:  # what that broker owed is handed over from here
+                        self._hand_over_here(owed)
             if self._local is None:
-                from ipylsp.service import Service
+                from ipylsp.service import PendingChannel, Service
 
-                self._local = Service(self._settings, cells_dir=self._relay_cells_dir)
+                if self._owed is None:
+                    self._owed = PendingChannel()
+                self._local = Service(self._settings, cells_dir=self._relay_cells_dir,
+                                      pending=self._owed)
             return self._local
+
+    def _hand_over_here(self, owed: PendingChannel) -> None:
+        """What the broker that went owed: the local service's to hand over (its channel,
+        or, made already, owed in its channel too)."""
+        if self._owed is None:
+            self._owed = owed
+        else:
+            self._owed.record(owed.owed())
 
     def _ask(self, ask: Callable[[Broker], Any]) -> tuple[bool, Any]:
         """(True, `ask(broker)`) or (False, None) when this process must answer (the broker
@@ -260,12 +283,20 @@ class RelayedService(_Facade):
               shared: bool = False) -> tuple[bool, Any]:
         """(True, the broker's answer, decoded) or (False, None): `_ask`."""
         budget = self._settings.wait_budget if timeout is None else timeout
+        given = dict(args or {})
+        budgeted = "timeout" in signature(RelayedService, method)
         answer_type = signature(RelayedService, method)["return"]  # Service's (test_relay)
+
+        def sent(left: float) -> dict[str, Any]:
+            """The call for `left` seconds: a method with a budget gets what is left of it
+            (a retry on a new broker: `Broker.call`)."""
+            if budgeted:
+                given["timeout"] = share(budget, left)
+            return {"method": method, "shared": shared, "args": encode_args(method, given)}
+
         try:
             return self._answered(method, lambda broker: broker.call(
-                "service", {"method": method, "shared": shared,
-                            "args": encode_args(method, args or {})},
-                timeout=budget + ANSWER_MARGIN, progress=progress),
+                "service", sent, timeout=budget + ANSWER_MARGIN, progress=progress),
                 lambda answer: from_wire(answer_type, answer))
         except BrokerLate:
             if method in ("check_files", "check_rest"):
@@ -413,34 +444,8 @@ class RelayedService(_Facade):
         if not ok:
             value = self._in_process().check_files(files, timeout=timeout, progress=progress,
                                                    cold=cold)
-        elif self._broker is not None:  # the broker's answer: what its session now owes
-            self._mirror(value, files)
         self._publish(value)
         return typing.cast(Report, value)
-
-    def _replaced(self) -> None:
-        """When the broker answering is another than the one `_owed` mirrors (the first was
-        killed and `Broker.call` started a new one), what the first owed is kept here."""
-        broker = self._broker
-        if broker is None or broker.pid == self._era:
-            return
-        from ipylsp.service import PendingChannel
-
-        with self._relay_lock:
-            if len(self._owed):
-                self._orphaned.append(self._owed)
-            self._owed, self._era = PendingChannel(), broker.pid
-
-    def _mirror(self, report: Report, files: Sequence[FileCheck] = ()) -> None:
-        """Record what a check by the broker introduced, as its session's pending channel
-        does: not a virtual document (cells), nor a preflight's text."""
-        self._replaced()
-        skip = {str(f.path) for f in files if f.virtual or f.content is not None}
-        kept = tuple(f for f in report.files if str(f.path) not in skip)
-        if kept:
-            from dataclasses import replace
-
-            self._owed.record(replace(report, files=kept))
 
     def _timed_out(self, files: Sequence[FileCheck], detail: str) -> Report:
         """The report of a check the broker took and did not answer: each file "timed out",
@@ -459,8 +464,6 @@ class RelayedService(_Facade):
             return Report(notes=(f"the files left unchecked were not checked: {late}",))
         if not ok:
             value = self._in_process().check_rest(timeout=timeout, progress=progress)
-        elif self._broker is not None:
-            self._mirror(value)
         self._publish(value)
         return typing.cast(Report, value)
 
@@ -498,32 +501,12 @@ class RelayedService(_Facade):
 
     def pending(self, options: FormatOptions | None = None, *,
                 again: str = "ipylsp.pending()") -> ShownReport:
-        """What the broker's session owes this client; first, what a killed broker owed
-        (kept here: `_owed`)."""
-        shown = self._orphans(options, again)
-        if shown is not None:
-            return shown
+        """What the broker's session owes this client (a new broker's session took over what
+        a killed one owed: `broker/ledger.py`); here, when the broker is gone."""
         ok, value = self._call("pending", {"options": options, "again": again})
-        if not ok:  # this very call found the broker gone: what it owed is handed over here
-            shown = self._orphans(options, again)
-            return shown if shown is not None else self._in_process().pending(options,
-                                                                               again=again)
-        self._replaced()  # this very call found its broker killed and started another
-        shown = self._orphans(options, again)
-        if shown is not None:
-            return shown
-        self._owed.handed_over(value)
+        if not ok:
+            return self._in_process().pending(options, again=again)
         return typing.cast("ShownReport", value)
-
-    def _orphans(self, options: FormatOptions | None, again: str) -> ShownReport | None:
-        """A hand-over of what a killed broker owed, or None when it owed nothing more."""
-        with self._relay_lock:
-            self._orphaned = [channel for channel in self._orphaned if len(channel)]
-            if not self._orphaned:
-                return None
-            channel, others = self._orphaned[0], self._orphaned[1:]
-        more = sum(len(c) for c in others) + len(self._owed)
-        return channel.hand_over(options, self._settings, again, more=more)
 
     @property
     def unchecked(self) -> int:
@@ -533,8 +516,7 @@ class RelayedService(_Facade):
     @property
     def pending_count(self) -> int:
         ok, value = self._call("pending_count", timeout=5.0)
-        orphaned = sum(len(channel) for channel in self._orphaned)
-        return orphaned + (value if ok else self._in_process().pending_count)
+        return value if ok else self._in_process().pending_count
 
     @property
     def thread_ident(self) -> int | None:
@@ -579,9 +561,12 @@ class RelayedService(_Facade):
         call = feature_call(feature, where, line, column, timeout)
         if call is not None:
             budget = self._settings.wait_budget if timeout is None else float(timeout)
+            def sent(left: float) -> dict[str, Any]:  # a retry gets what is left (`_call`)
+                return {**call, "timeout": share(budget, left)}
+
             try:
                 ok, value = self._answered(feature.kind, lambda broker: broker.call(
-                    "feature", call, timeout=budget + ANSWER_MARGIN), feature.result_from_wire)
+                    "feature", sent, timeout=budget + ANSWER_MARGIN), feature.result_from_wire)
             except BrokerLate as late:
                 return feature.failed(UnknownReason.TIMED_OUT, str(late))
             if ok:
@@ -621,7 +606,7 @@ def attach(settings: Settings, *, cells_dir: Path | None = None,
 
     def make(current: Settings) -> Broker:
         return Broker.attach(current, budget=budget, cells_dir=cells_dir,
-                             ends_broker=ends_broker)
+                             ends_broker=ends_broker, ledger=True)
 
     try:
         broker = make(settings)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker import frames
 from ipylsp.broker.client import _THIS_BROKER, READY, mount_namespace
+from ipylsp.broker.ledger import Journal
 from ipylsp.broker.place import BROKER_ENV, Place, build_id, default_data
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.environment import Environment
@@ -88,6 +89,8 @@ class Session:
     context: Context
     service: Service
     pid: int
+    journal: Journal = field(default_factory=Journal)
+    """Its pending channel (the service's), journaled to the client that keeps a copy."""
     variables: object = None
     """The client's environment as its hello sent it (`_as_the_client_has_them`)."""
     ends_broker: bool = False
@@ -156,9 +159,15 @@ class BrokerProcess:
             if session is None:
                 frames.send(conn, refusal)
                 return
+            ledger = hello["args"].get("ledger")
+            if isinstance(ledger, dict):  # the session's ledger connection: its journal
+                session.journal.adopt(ledger.get("owed"))
             # counted before the answer goes out: a client gone meanwhile leaves (`finally`)
             frames.send(conn, {"ok": {"pid": os.getpid(), "context": session.context.key,
                                       "build": self.place.build}})
+            if isinstance(ledger, dict):
+                session.journal.serve(conn, self.stopping)
+                return
             while not self.stopping.is_set():
                 try:
                     message = frames.receive(conn)
@@ -166,6 +175,7 @@ class BrokerProcess:
                     return
                 self.touch()
                 answer = self._answer(session, message, _progress(conn, message))
+                session.journal.flush()  # what the call made it owe, before its answer
                 frames.send(conn, answer)
                 self.touch()
                 if message.get("call") == "stop":
@@ -243,9 +253,11 @@ class BrokerProcess:
             if session is None:
                 from ipylsp.service import Service
 
+                journal = Journal()
                 session = Session(context, Service(settings, shares=context.service,
-                                                   cells_dir=cells_dir),
-                                  int(args.get("pid") or 0),
+                                                   cells_dir=cells_dir,
+                                                   pending=journal.channel),
+                                  int(args.get("pid") or 0), journal=journal,
                                   variables=_variables(args),
                                   ends_broker=args.get("ends_broker") is True)
                 self._sessions[(context.key, token)] = session

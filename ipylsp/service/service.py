@@ -61,8 +61,8 @@ class Service:
     """Language servers for any number of workspaces, driven from a background loop."""
 
     def __init__(self, settings: Settings | None = None, *, cells_dir: Path | None = None,
-                 environment: Environment | None = None, shares: Service | None = None
-                 ) -> None:
+                 environment: Environment | None = None, shares: Service | None = None,
+                 pending: PendingChannel | None = None) -> None:
         """`cells_dir`: the directory whose servers check the cells' document of this service's
         surfaces (the server extension's root: its cell checks share the servers of its file
         checks); None: where `cells_place.default_path` puts it (the working directory, or a sealed
@@ -73,7 +73,9 @@ class Service:
         this one keeps its own checked files, pending problems and subscribers, and closing it stops
         none of that service's servers; of `settings`, only its client's own knobs are its own
         (`CLIENT_KNOBS`: the directory it works in, what it is shown), the rest must be the
-        shared service's (`ValueError`)."""
+        shared service's (`ValueError`). `pending`: the channel its problems wait in for a
+        hand-over (a broker's session: one its client keeps a copy of; a client's own service
+        when its broker is gone: that copy, still owed); None: a new one."""
         self._cells_dir = cells_dir if cells_dir is not None or shares is None else (
             shares.cells_dir)
         self._host = shares
@@ -86,7 +88,7 @@ class Service:
         self._control = ServerControl(
             self._state, self._running_loop, self._background, self._publish_status
         )
-        self._pending = PendingChannel()
+        self._pending = PendingChannel() if pending is None else pending
         self._sink = ReportSink(self._pending)
         self._late = LateAnswers(self._checker, self._sink)
         self._unchecked: list[FileCheck] = []

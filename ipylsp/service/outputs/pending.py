@@ -7,13 +7,20 @@ come first. An entry is keyed without its range (severity, code, source, server,
 that a problem reported in one cell and moved by the next is one problem, not two; its
 position is refreshed from the file's latest diagnostics at hand-over, and entries the file
 no longer has are dropped (they are no longer problems).
+
+A channel can be followed (`follow`): its journal is called with the whole channel first
+(`owed`), then with every change in the order the channel made it, so that a copy kept
+elsewhere (a broker's client: `broker/ledger.py`) stays the same channel, and a new one made
+from that copy (`restore`) owes exactly what it owed.
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
+import sys
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,6 +34,14 @@ NOTHING_PENDING = "nothing pending"
 """What every surface says when nothing is pending."""
 
 Identity = tuple[int, str | None, str | None, str, str]
+
+OWED, RECORDED, TAKEN = "owed", "recorded", "taken"
+"""A journal's entries: the whole channel (`restore` it), what a check added (`record` it),
+what a hand-over took (`handed_over`)."""
+
+Follower = Callable[[str, Report], None]
+"""What `follow` calls with each entry of the journal, `(entry, report)`, under the channel's
+lock (it must be quick and must not call the channel)."""
 
 
 def _identity(diagnostic: Diagnostic) -> Identity:
@@ -46,21 +61,67 @@ class PendingChannel:
         self._latest: dict[Path, FileReport] = {}
         self._written: dict[Path, tuple[int, int]] = {}  # (check, place in it): newest first
         self._clock = itertools.count()
+        self._journal: Follower | None = None
+
+    def follow(self, journal: Follower | None) -> None:
+        """From now on, call `journal` with every change (None: no more): first `(OWED, the
+        whole channel)`, then `(RECORDED, report)` and `(TAKEN, report)` in the channel's
+        order (module doc)."""
+        with self._lock:
+            self._journal = journal
+            if journal is not None:
+                journal(OWED, self._offer(sys.maxsize, sys.maxsize))
+
+    def owed(self) -> Report:
+        """Everything pending, as one report (newest writes first) that `restore` or `record`
+        in another channel makes owe the same; nothing is forgotten."""
+        with self._lock:
+            return self._offer(sys.maxsize, sys.maxsize)
+
+    def restore(self, report: Report) -> None:
+        """Become the channel `report` (an `owed()`) describes, forgetting what it held."""
+        with self._lock:
+            self._pending.clear()
+            self._latest.clear()
+            self._written.clear()
+            self._record(report)
+
+    def replay(self, entry: str, report: Report) -> None:
+        """Apply an entry of another channel's journal (`follow`), so that this one stays a
+        copy of it; an entry of another kind is ignored."""
+        if entry == OWED:
+            self.restore(report)
+        elif entry == RECORDED:
+            self.record(report)
+        elif entry == TAKEN:
+            self.handed_over(report)
 
     def record(self, report: Report) -> None:
         """Add what a check introduced; drop what it fixed; remember each file's latest state."""
         with self._lock:
-            check = next(self._clock)
-            for place, file in enumerate(report.files):
-                counter = self._pending.setdefault(file.path, collections.Counter())
-                counter.update(_identity(d) for d in file.diagnostics)
-                counter.subtract(_identity(d) for d in file.fixed)
-                self._pending[file.path] = +counter
-                self._written[file.path] = (check, place)
-                if not self._pending[file.path]:  # nothing pending: forget the file entirely
-                    self._forget(file.path)
-                elif file.unknown == () or file.current:
-                    self._latest[file.path] = file
+            if self._journal is None:
+                self._record(report)
+                return
+            owed = {f.path for f in report.files if f.path in self._pending}
+            self._record(report)
+            # a clean write of a file that owed nothing changed nothing: not journaled
+            owing = tuple(f for f in report.files if f.path in owed or f.path in self._pending)
+            if owing:
+                self._journal(RECORDED, report if len(owing) == len(report.files)
+                              else replace(report, files=owing))
+
+    def _record(self, report: Report) -> None:
+        check = next(self._clock)
+        for place, file in enumerate(report.files):
+            counter = self._pending.setdefault(file.path, collections.Counter())
+            counter.update(_identity(d) for d in file.diagnostics)
+            counter.subtract(_identity(d) for d in file.fixed)
+            self._pending[file.path] = +counter
+            self._written[file.path] = (check, place)
+            if not self._pending[file.path]:  # nothing pending: forget the file entirely
+                self._forget(file.path)
+            elif file.unknown == () or file.current:
+                self._latest[file.path] = file
 
     def take(
         self,
@@ -81,12 +142,9 @@ class PendingChannel:
             offered = self._offer(max_per_file, max_total)
             if options is not None:
                 offered = _shown(offered, options) or offered  # (nothing fits: all of it)
-            for file in offered.files:
-                counter = self._pending[file.path]
-                counter.subtract(_identity(d) for d in file.diagnostics)
-                self._pending[file.path] = +counter
-                if not self._pending[file.path]:
-                    self._forget(file.path)
+            self._subtract(offered)
+            if self._journal is not None and offered.files:
+                self._journal(TAKEN, offered)
             remaining = sum(sum(c.values()) for c in self._pending.values())
         return offered, remaining
 
@@ -103,17 +161,21 @@ class PendingChannel:
         return ShownReport.of(report, replace(shown, max_report_chars=0), NOTHING_PENDING)
 
     def handed_over(self, report: Report) -> None:
-        """Forget what another channel of the same checks handed over (a broker's session,
-        whose hand-overs a client mirrors to keep what it is owed if the broker is killed)."""
+        """Forget what the channel this one copies handed over (a `TAKEN` entry of its
+        journal), as its `take` did: the entries their files no longer have go too."""
         with self._lock:
-            for file in report.files:
-                counter = self._pending.get(file.path)
-                if counter is None:
-                    continue
-                counter.subtract(_identity(d) for d in file.diagnostics)
-                self._pending[file.path] = +counter
-                if not self._pending[file.path]:
-                    self._forget(file.path)
+            self._offer(0, 0)
+            self._subtract(report)
+
+    def _subtract(self, report: Report) -> None:
+        for file in report.files:
+            counter = self._pending.get(file.path)
+            if counter is None:
+                continue
+            counter.subtract(_identity(d) for d in file.diagnostics)
+            self._pending[file.path] = +counter
+            if not self._pending[file.path]:
+                self._forget(file.path)
 
     def _offer(self, max_per_file: int, max_total: int) -> Report:
         """The next hand-over (nothing forgotten yet); stale entries are dropped on the way."""
