@@ -1267,11 +1267,14 @@ def test_relayed_tools_answer_in_process_once_no_broker_can_be_had(
 
     class Gone:
         def __init__(self, error: Exception) -> None:
-            self.error, self.calls = error, 0
+            self.error, self.calls, self.closed = error, 0, False
 
         def tool(self, *args: object, **kwargs: object) -> dict[str, Any]:
             self.calls += 1
             raise self.error
+
+        def close(self) -> None:
+            self.closed = True
 
     class Local:
         def __init__(self) -> None:
@@ -1294,6 +1297,7 @@ def test_relayed_tools_answer_in_process_once_no_broker_can_be_had(
     assert tools.call("lsp_status").text == "local lsp_status"
     assert (gone.calls, len(made), made[0].calls) == (1, 1, ["lsp_check", "lsp_status"])
     assert capsys.readouterr().err.count("serving in-process") == 1
+    assert gone.closed  # its session ends: nothing of this client's stays in a broker
 
     hung = Gone(client.BrokerLate("the broker did not answer within 1.0 s"))
     tools = client.RelayedTools(hung, Path("/w"), max_chars=None, timeout=1.0,  # type: ignore[arg-type]
@@ -1302,6 +1306,46 @@ def test_relayed_tools_answer_in_process_once_no_broker_can_be_had(
     assert not first.ok and first.error_code == "server_unavailable"
     assert tools.call("lsp_check", {"path": "a.py"}).text == "local lsp_check"
     assert hung.calls == 1
+
+
+def test_relayed_tools_that_fail_at_once_make_one_local_service() -> None:
+    """Calls that find the broker gone at the same time (each tool call of `ipylsp mcp` has
+    its thread) make one local service, which alone takes the ledger's copy."""
+    import threading
+
+    from ipylsp.agent.result import ToolResult
+    from ipylsp.broker import client
+
+    both = threading.Barrier(2)
+
+    class Gone:
+        def tool(self, *args: object, **kwargs: object) -> dict[str, Any]:
+            both.wait(30)
+            raise client.BrokerUnavailable("killed")
+
+        def close(self) -> None:
+            pass
+
+    made: list[str] = []
+
+    class Local:
+        def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult:
+            return ToolResult(ok=True, text="local")
+
+    def local() -> Local:
+        made.append("local")
+        return Local()
+
+    tools = client.RelayedTools(Gone(), Path("/w"), max_chars=None, timeout=1.0,  # type: ignore[arg-type]
+                                local=local)
+    answers: list[str] = []
+    threads = [threading.Thread(target=lambda: answers.append(tools.call("lsp_status").text))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert (answers, made) == (["local", "local"], ["local"])
 
 
 def test_a_clients_store_and_data_directory_are_its_own_not_the_brokers(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,8 +40,9 @@ class Broker:
         self.ledger = ledger
         self.stopping = threading.Event()
         self.end, theirs = socket.socketpair()
-        self.thread = threading.Thread(target=journal.serve, args=(self.end, self.stopping),
-                                       daemon=True)
+        stream = journal.open(self.end)
+        self.thread = threading.Thread(target=journal.serve,
+                                       args=(stream, self.stopping, lambda: None), daemon=True)
         self.thread.start()
         # its first entry (the whole channel) says the journal is followed: read here, so
         # that what the test does next is journaled; then the ledger reads the rest
@@ -59,6 +60,14 @@ class Broker:
         self.end.close()
 
 
+def until(condition: Callable[[], bool], within: float = 30.0) -> None:
+    """Wait for `condition` (another thread's doing), failing after `within` seconds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "not within the deadline"
+        time.sleep(0.005)
+
+
 @pytest.fixture
 def ledger() -> Iterator[Ledger]:
     made = Ledger()
@@ -74,6 +83,7 @@ def test_the_copy_follows_records_late_answers_and_hand_overs_and_outlives_the_b
     channel.record(report("a.py", *(f"a{n}" for n in range(12))))  # a check's
     first.journal.flush()  # before the check's answer
     channel.record(report("late.py", "late"))  # a late answer: the thread writes it
+    until(lambda: "late" in messages(ledger.channel.owed()))  # no flush: the thread's write
     taken, left = channel.take()
     assert left == 2  # a.py's two beyond the 10 a hand-over takes
     first.die()
@@ -89,3 +99,21 @@ def test_the_copy_follows_records_late_answers_and_hand_overs_and_outlives_the_b
     assert left == 0
     assert sorted(messages(taken) + messages(rest)) == sorted(
         [*(f"a{n}" for n in range(12)), "late"])
+
+
+def test_a_released_copy_holds_every_entry_the_connection_had_received(
+    ledger: Ledger,
+) -> None:
+    """`close` (a broker let go of: `Broker.release_ledger`) reads what the connection holds
+    to its end before closing it: 300 entries written, then the broker's end closed, and all
+    300 are in the copy however far the reader had got."""
+    from ipylsp.service.outputs.pending import RECORDED
+
+    end, theirs = socket.socketpair()
+    ledger.follow(theirs, pid=1)
+    for n in range(300):
+        frames.send(end, {RECORDED: to_wire(report(f"f{n}.py", f"m{n}"))},
+                    time.monotonic() + 30.0)
+    end.close()
+    copy = ledger.close()
+    assert sorted(messages(copy.owed())) == sorted(f"m{n}" for n in range(300))

@@ -56,7 +56,7 @@ def notes(tmp_path: Path) -> Path:
 
 
 def relayed(broker: StubBroker, tmp_path: Path) -> RelayedService:
-    def no_other(settings: Settings) -> Any:
+    def no_other(settings: Settings, owed: Any = None) -> Any:
         raise AssertionError("not asked for another broker")
 
     return RelayedService(broker, Settings(directory=tmp_path, wait_budget=2.0),  # type: ignore[arg-type]  # a stub
@@ -202,7 +202,7 @@ def test_the_clients_own_knobs_change_in_its_session_others_make_a_new_one(
     broker = StubBroker(None)
     made: list[StubBroker] = []
 
-    def another(settings: Settings) -> Any:
+    def another(settings: Settings, owed: Any = None) -> Any:
         made.append(StubBroker(None))
         return made[-1]
 

@@ -332,7 +332,7 @@ def on_fake_broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         def attach(settings: Settings, cells_dir: Path, ends_broker: bool) -> RelayedService:
             assert ends_broker  # the broker ends with the Jupyter server once alone
             return RelayedService(broker, settings,  # type: ignore[arg-type]
-                                  make_broker=lambda _: broker,  # type: ignore[arg-type,return-value]
+                                  make_broker=lambda _, owed=None: broker,  # type: ignore[arg-type,return-value]
                                   cells_dir=cells_dir)
 
         monkeypatch.setattr(state, "attach", attach)
@@ -419,3 +419,11 @@ def test_a_server_stopping_while_its_first_call_attaches_does_not_wait_for_it(
     assert state.in_process == "the broker is off (a test)"
     with pytest.raises(RuntimeError, match="closed"):
         service.check(tmp_path / "a.py")
+
+    attached: list[object] = []
+    monkeypatch.setattr(server_state, "attach", lambda *a, **k: attached.append(a))
+    stopped = server_state.ServerState(tmp_path, Settings(broker=False))
+    stopped.close()  # before any call: none attaches (nor starts a broker) after it
+    with pytest.raises(RuntimeError, match="closed"):
+        stopped.service.check(tmp_path / "a.py")
+    assert attached == []

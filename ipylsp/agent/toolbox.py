@@ -4,6 +4,7 @@ failed `ToolResult` with an error code and one line saying what to do next."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import threading
@@ -27,6 +28,9 @@ A = TypeVar("A")
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
+
+_BUDGET: contextvars.ContextVar[float | None] = contextvars.ContextVar("budget", default=None)
+"""The running tool call's budget (`Toolbox.call`): per thread, a box serving many at once."""
 
 ERROR_CODES: dict[UnknownReason, ErrorCode] = {
     UnknownReason.NO_FILE: "file_not_found",
@@ -113,10 +117,14 @@ class Toolbox:
 
     # -- the dispatcher ------------------------------------------------------------------------
 
-    def call(self, name: str, arguments: Arguments | None = None) -> ToolResult:
-        """Run tool `name`; never raises."""
+    def call(self, name: str, arguments: Arguments | None = None, *,
+             budget: float | None = None) -> ToolResult:
+        """Run tool `name`; never raises. `budget`: the seconds its waits on servers get
+        (None: the service's `wait_budget`; a broker's retry gives what is left of the
+        caller's: `broker.client.share`)."""
         from ipylsp.agent.schemas import validate, whole_numbers
 
+        token = _BUDGET.set(budget)
         try:
             found = TOOLS.get(name) if isinstance(name, str) else None
             if found is None:
@@ -131,6 +139,14 @@ class Toolbox:
         except Exception as exc:  # our bug must reach the model as an answer, not a traceback
             log.exception("tool %s failed", name)
             return ToolResult.failure(ToolError("lsp_error", f"ipylsp failed: {exc!r}"))
+        finally:
+            _BUDGET.reset(token)
+
+    @property
+    def budget(self) -> float | None:
+        """The seconds the running call's waits get (`call`'s `budget`; None: the
+        service's)."""
+        return _BUDGET.get()
 
     # -- helpers for the tools -----------------------------------------------------------------
 
@@ -139,7 +155,7 @@ class Toolbox:
         the service's loop, under one deadline, each file read once; a timeout is the
         `timeout` error."""
         try:
-            return self.service.trip(plan)
+            return self.service.trip(plan, timeout=self.budget)
         except TimeoutError as late:
             raise _error(UnknownReason.TIMED_OUT, str(late)) from None
 

@@ -131,7 +131,7 @@ class Broker:
     def attach(
         cls, settings: Settings | None, *, budget: float, cells_dir: Path | None = None,
         start: bool = True, where: Place | None = None, ends_broker: bool = False,
-        ledger: bool = False,
+        ledger: bool = False, owed: PendingChannel | None = None,
     ) -> Broker:
         """A broker for this context, started if none runs and `start`; `BrokerUnavailable`.
         `settings` None: the defaults (a thin client that read no settings file sends none);
@@ -141,7 +141,8 @@ class Broker:
         users' kernels go with it: nothing of theirs outlives it for `broker_idle`).
         `ledger`: keep a copy of what the session owes this client (a long-lived one: a
         kernel, a Jupyter server, `ipylsp mcp`), taken over by its session in the broker that
-        replaces a killed one (`broker/ledger.py`)."""
+        replaces a killed one (`broker/ledger.py`); `owed`: what another session owed this
+        client (its settings changed), taken over by this one."""
         deadline = time.monotonic() + budget
         if where is None:
             try:
@@ -189,7 +190,7 @@ class Broker:
             if ledger:
                 from ipylsp.broker.ledger import Ledger
 
-                broker._ledger = Ledger()
+                broker._ledger = Ledger(owed)
                 try:
                     broker._follow(broker.pid, deadline)
                 except BaseException:
@@ -212,7 +213,10 @@ class Broker:
         deadline = time.monotonic() + timeout
         ledger = self._ledger
         if ledger is not None and not ledger.following:
-            self._drop_idle()  # its broker is gone, or left it: a new connection follows again
+            try:  # the broker closed it (a client slow to read): a new one, the session kept
+                self._follow(self.pid, min(deadline, time.monotonic() + START_BUDGET))
+            except BrokerUnavailable:
+                self._drop_idle()  # gone: a new broker's session takes the copy over
         for attempt in (1, 2):
             sock = self._take(min(deadline, time.monotonic() + START_BUDGET))
             try:
@@ -269,9 +273,12 @@ class Broker:
 
     def tool(self, name: str, arguments: dict[str, Any] | None, *, root: Path,
              max_chars: int | None, timeout: float) -> dict[str, Any]:
-        """An agent tool's `ToolResult.to_dict()` for the workspace `root`."""
-        answer = self.call("tool", {"name": name, "arguments": arguments, "root": str(root),
-                                    "max_chars": max_chars}, timeout=timeout)
+        """An agent tool's `ToolResult.to_dict()` for the workspace `root`, within `timeout`
+        (its waits on servers get that less `ANSWER_MARGIN`; a retry, what is left)."""
+        budget = max(0.0, timeout - ANSWER_MARGIN)
+        answer = self.call("tool", lambda left: {
+            "name": name, "arguments": arguments, "root": str(root), "max_chars": max_chars,
+            "budget": share(budget, left)}, timeout=timeout)
         if not isinstance(answer, dict):
             raise BrokerUnavailable("the broker's answer is not a tool result")
         return answer
@@ -344,7 +351,7 @@ class Broker:
             ledger = self._ledger
             if ledger is None or (ledger.pid == pid and ledger.following):
                 return
-            ledger.settle()
+            ledger.settle(deadline - time.monotonic())
             found = _existing(self.place, deadline)
             if found is None:
                 raise BrokerUnavailable("the broker is gone")
@@ -656,6 +663,7 @@ class RelayedTools:
         self._timeout = timeout
         self._make_local = local
         self._local: ToolCaller | None = None
+        self._local_lock = _thread.allocate_lock()
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         from ipylsp.agent.errors import ToolError
@@ -667,12 +675,22 @@ class RelayedTools:
             answer = self._broker.tool(name, arguments, root=self._root,
                                        max_chars=self._max_chars, timeout=self._timeout)
         except (BrokerUnavailable, BrokerError) as exc:
-            if self._make_local is not None:
-                print(f"ipylsp mcp: the broker is gone ({exc}); serving in-process",
-                      file=sys.stderr)
-                self._local = self._make_local()
-                if not isinstance(exc, BrokerLate):
-                    return self._local.call(name, arguments)
+            local = self._in_process(exc)
+            if local is not None and not isinstance(exc, BrokerLate):
+                return local.call(name, arguments)
             return ToolResult.failure(ToolError(
                 "server_unavailable", f"ipylsp's broker did not answer ({exc}); retry"))
         return ToolResult.from_dict(answer)
+
+    def _in_process(self, why: Exception) -> ToolCaller | None:
+        """This process's tools from now on (made once, however many calls failed at once:
+        the ledger's copy goes to one service), said once; the broker let go of."""
+        if self._make_local is None:
+            return None
+        with self._local_lock:
+            if self._local is None:
+                print(f"ipylsp mcp: the broker is gone ({why}); serving in-process",
+                      file=sys.stderr)
+                self._local = self._make_local()  # takes the ledger's copy first
+                self._broker.close()
+            return self._local

@@ -41,6 +41,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from ipylsp.broker import frames
@@ -48,10 +49,11 @@ from ipylsp.model.diagnostics import Report
 from ipylsp.model.wire import read, to_wire
 from ipylsp.service import PendingChannel
 
-WRITE_WITHIN = 5.0
+WRITE_WITHIN = 1.0
 """Seconds a journal entry may take to reach a client's buffer (a client that reads nothing
 for that long gets no more: its ledger connection is closed, and its next one starts from
-the whole channel)."""
+the whole channel). Well below the answer's margin (`client.ANSWER_MARGIN`): a call's answer
+waits for its entries."""
 
 SETTLE_WITHIN = 2.0
 """Seconds a client waits for its copy to reach the end of a replaced broker's journal (the
@@ -67,6 +69,8 @@ class _Stream:
         self._writing = threading.Lock()
         self._entries: deque[tuple[str, Report]] = deque()
         self.closed = False
+        self.opened = False
+        """The hello's answer went out on the connection: entries may follow it."""
         self.wake, self._waker = socket.socketpair()
         for end in (self.wake, self._waker):
             end.setblocking(False)
@@ -82,6 +86,8 @@ class _Stream:
         """Write every entry put so far; `OSError` (`frames.Late` included) when the client
         does not take them within `WRITE_WITHIN`, or is gone."""
         with self._writing:
+            if not self.opened:
+                return  # written by `Journal.serve` once the hello's answer is out
             with self._lock:
                 entries = list(self._entries)
                 self._entries.clear()
@@ -125,20 +131,32 @@ class Journal:
             if report.files:
                 self.channel.record(report)
 
-    def serve(self, conn: _socket.socket, stopping: threading.Event) -> None:
-        """Write the journal on `conn`, the whole channel first, until the client closes it,
-        a write fails, another ledger connection of the session replaces it, or the broker
-        stops (`stopping`)."""
+    def open(self, conn: _socket.socket) -> _Stream:
+        """The journal from now on, for the ledger connection `conn`: the whole channel
+        first, then every change (made before the hello's answer goes out, so that no
+        hand-over falls between what the client adopted and the journal); written once
+        `serve` runs."""
         stream = _Stream(conn)
         with self._lock:
             old, self._stream = self._stream, stream
         if old is not None:
             old.close()
         self.channel.follow(stream.put)
-        waiting = select.poll()  # not `select.select`: a busy broker's descriptors pass 1024
-        for end in (conn, stream.wake):
-            waiting.register(end, select.POLLIN)
+        return stream
+
+    def serve(self, stream: _Stream, stopping: threading.Event,
+              greet: Callable[[], object]) -> None:
+        """Send the hello's answer (`greet`), then write the journal (`open`) on its
+        connection until the client closes it, a write fails, another ledger connection of
+        the session replaces it, or the broker stops (`stopping`); the journal ends with it
+        (a `greet` that fails too)."""
+        conn = stream.conn
         try:
+            greet()
+            stream.opened = True
+            waiting = select.poll()  # not `select.select`: a busy broker's fds pass 1024
+            for end in (conn, stream.wake):
+                waiting.register(end, select.POLLIN)
             while not stopping.is_set() and not stream.closed:
                 stream.write()
                 ready = {fd for fd, _ in waiting.poll(1000)}
@@ -172,8 +190,10 @@ class Journal:
 class Ledger:
     """The client's copy of what its broker session owes it (module doc)."""
 
-    def __init__(self) -> None:
-        self.channel = PendingChannel()
+    def __init__(self, channel: PendingChannel | None = None) -> None:
+        self.channel = PendingChannel() if channel is None else channel
+        """The copy: `channel` when given (what another session owed the client, which the
+        first session this ledger follows takes over)."""
         self.pid = 0
         """The broker whose journal the copy follows (0: none yet)."""
         self._conn: _socket.socket | None = None
@@ -194,23 +214,27 @@ class Ledger:
                                         name="ipylsp-ledger")
         self._reader.start()
 
-    def settle(self) -> None:
+    def settle(self, within: float = SETTLE_WITHIN) -> None:
         """Read the journal of the broker followed so far to its end (it was replaced: the
-        rest is in the connection's buffer), then let go of it."""
+        rest is in the connection's buffer), waiting at most `within` seconds, then let go
+        of it."""
         if self._reader is not None:
-            self._reader.join(SETTLE_WITHIN)
+            self._reader.join(max(0.0, min(within, SETTLE_WITHIN)))
         self.close()
 
     def close(self) -> PendingChannel:
-        """Stop following (the session ends with the connection); the copy as it stands."""
+        """Stop following (the session ends with the connection); the copy as it stands,
+        with every entry the connection had received: the reader takes them to the end
+        (a shut-down Unix socket still gives what its buffer holds) before it is closed."""
         conn, reader = self._conn, self._reader
         self._conn = self._reader = None
         if conn is not None:
             with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)  # the reader's `recv` returns
-            conn.close()
+                conn.shutdown(socket.SHUT_RDWR)  # the reader's `recv` ends after the buffer
         if reader is not None:
             reader.join(SETTLE_WITHIN)
+        if conn is not None:
+            conn.close()
         return self.channel
 
     def _read(self, conn: _socket.socket) -> None:

@@ -199,7 +199,7 @@ class RelayedService(_Facade):
     like any service (its broker session ends, none of the broker's servers stop)."""
 
     def __init__(self, broker: Broker, settings: Settings, *,
-                 make_broker: Callable[[Settings], Broker],
+                 make_broker: Callable[[Settings, PendingChannel | None], Broker],
                  cells_dir: Path | None = None) -> None:
         # Not `Service.__init__`: nothing of the service's own runs in this process.
         self._broker: Broker | None = broker
@@ -337,8 +337,8 @@ class RelayedService(_Facade):
         """New settings. The client's own knobs (`CLIENT_KNOBS`: `%cd`, `%lsp off`, a
         severity) change in its session, which keeps its checked files and pending problems;
         others (another server, another timeout) make a new session in the context they
-        make, whose history starts again. The local service, if any, takes them as it
-        would."""
+        make, whose history starts again but which owes what the old one did (its
+        ledger's copy). The local service, if any, takes them as it would."""
         if settings == self._settings:
             return settings
         if self._local is not None:
@@ -350,10 +350,14 @@ class RelayedService(_Facade):
         self._settings = settings
         if self._broker is None:
             return settings  # this process answers already
+        owed = self._broker.release_ledger()  # the new session owes what this one did
         try:
-            new: Broker | None = self._make_broker(settings)
+            new: Broker | None = self._make_broker(settings, owed)
         except (BrokerUnavailable, BrokerError) as exc:
             new = None
+            if owed is not None:
+                with self._relay_lock:
+                    self._hand_over_here(owed)
             self._in_process(f"no broker ({exc})")
         with self._relay_lock:  # no moment without one: a call meanwhile uses the old one
             old, self._broker = self._broker, (None if self._closed else new)
@@ -604,9 +608,9 @@ def attach(settings: Settings, *, cells_dir: Path | None = None,
     if not wanted(settings):
         return "the broker is off (IPyLSP.broker, IPYLSP_BROKER)"
 
-    def make(current: Settings) -> Broker:
+    def make(current: Settings, owed: PendingChannel | None = None) -> Broker:
         return Broker.attach(current, budget=budget, cells_dir=cells_dir,
-                             ends_broker=ends_broker, ledger=True)
+                             ends_broker=ends_broker, ledger=True, owed=owed)
 
     try:
         broker = make(settings)

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ipylsp.broker")
 
 HELLO_SAID_WITHIN = 5.0
+"""Seconds a new connection has to say hello."""
 
 SWITCH_INTERVAL = 0.0005
 """The broker's `sys.setswitchinterval` (Python's default: 5 ms). A client's thread that
@@ -61,7 +62,7 @@ has its answer ready waits for the GIL while the context's loop thread reads wha
 still send after a check; with the default it waited 0.76 ms (median) to send a check's
 answer, with this 0.09 (bench_kernels' boundary, broker side timed). The broker's threads
 mostly wait on sockets and pipes: switching more often costs it nothing measurable."""
-"""Seconds a new connection has to say hello."""
+
 MOUNTS = mount_namespace()
 """The broker's view of the file systems: a client in another one (a sandbox, a container
 sharing the runtime directory) would name files the broker cannot see, or sees otherwise."""
@@ -160,14 +161,17 @@ class BrokerProcess:
                 frames.send(conn, refusal)
                 return
             ledger = hello["args"].get("ledger")
+            stream = None
             if isinstance(ledger, dict):  # the session's ledger connection: its journal
                 session.journal.adopt(ledger.get("owed"))
+                stream = session.journal.open(conn)
             # counted before the answer goes out: a client gone meanwhile leaves (`finally`)
-            frames.send(conn, {"ok": {"pid": os.getpid(), "context": session.context.key,
-                                      "build": self.place.build}})
-            if isinstance(ledger, dict):
-                session.journal.serve(conn, self.stopping)
+            welcome = {"ok": {"pid": os.getpid(), "context": session.context.key,
+                              "build": self.place.build}}
+            if stream is not None:
+                session.journal.serve(stream, self.stopping, lambda: frames.send(conn, welcome))
                 return
+            frames.send(conn, welcome)
             while not self.stopping.is_set():
                 try:
                     message = frames.receive(conn)
@@ -305,7 +309,9 @@ class BrokerProcess:
                 return {"ok": _verdict(session.service, args).to_wire()}
             if call == "check_files":
                 files = from_wire(tuple[FileCheck, ...], args.get("files"))
-                timeout = float(args.get("timeout") or session.service.settings.wait_budget)
+                given = args.get("timeout")  # 0.0: nothing is left of it (`client.share`)
+                timeout = (session.service.settings.wait_budget if given is None
+                           else float(given))
                 return {"ok": to_wire(session.service.check_files(files, timeout=timeout))}
             if call == "feature":  # a query (`relay.feature_call`) in the client's session
                 from ipylsp.broker.relay import answer_feature
@@ -314,8 +320,10 @@ class BrokerProcess:
             if call == "tool":
                 box = self._toolbox(session, args)
                 arguments = args.get("arguments")
+                budget = args.get("budget")  # what is left of the client's (`client.tool`)
                 return {"ok": box.call(str(args.get("name")),
-                                       arguments if isinstance(arguments, dict) else None
+                                       arguments if isinstance(arguments, dict) else None,
+                                       budget=None if budget is None else float(budget),
                                        ).to_dict()}
             if call == "status":
                 return {"ok": self.status()}
@@ -462,7 +470,8 @@ def _verdict(service: Service, args: dict[str, Any]) -> Verdict:
     from ipylsp.analysis.report.verdict import verdict
 
     files = from_wire(tuple[FileCheck, ...], args.get("files"))
-    timeout = float(args.get("timeout") or service.settings.wait_budget)
+    given = args.get("timeout")  # 0.0: nothing is left of it (`client.share`)
+    timeout = service.settings.wait_budget if given is None else float(given)
     report = service.check_files(files, timeout=timeout)
     severity = args.get("severity") or service.settings.severity
     shown = from_wire(Settings, {**to_wire(service.settings), "severity": severity})

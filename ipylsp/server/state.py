@@ -74,6 +74,10 @@ class ServerState:
         return service
 
     def _attach(self) -> Service:
+        if self._closed:  # the server stopped: no broker is started for it any more
+            ended = Service(self.settings, cells_dir=self.root)
+            ended.close()  # the call that asked ends on it
+            return ended
         # the broker ends with this server once alone (a hub's stop, `jupyter lab`'s end):
         # the users' kernels end with it, nothing of theirs stays for its idle
         relayed = attach(self.settings, cells_dir=self.root, ends_broker=True)

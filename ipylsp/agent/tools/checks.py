@@ -100,7 +100,8 @@ def lsp_check(box: Toolbox, args: Arguments) -> ToolResult:
     content = args.get("content")
     path = box.workspace.resolve(args["path"], must_exist=content is None)
     _require_language(box, path)
-    report = _in_workspace(box, box.service.check(path, content=content))
+    report = _in_workspace(box, box.service.check(path, content=content,
+                                                   timeout=box.budget))
     shown = box.workspace.shown(path)
     if content is not None:
         empty = f"proposed content of {shown}: no new problems{_servers(report)}; not written"
@@ -129,7 +130,8 @@ def lsp_check_cell(box: Toolbox, args: Arguments) -> ToolResult:
     from ipylsp.ipython.extension import current_session  # how IPython reads the code
 
     report = dataclasses.replace(
-        current_session(lambda: box.cells).preflight(args["code"]), root=box.workspace.root
+        current_session(lambda: box.cells).preflight(args["code"], timeout=box.budget),
+        root=box.workspace.root
     )
     empty = f"the cell: no new problems{_servers(report)}; nothing was run"
     return _answer(report, _options(box, args), empty)
