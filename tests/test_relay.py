@@ -202,10 +202,14 @@ def test_the_clients_own_knobs_change_in_its_session_others_make_a_new_one(
     broker = StubBroker(None)
     made: list[StubBroker] = []
 
+    given: list[Any] = []
+
     def another(settings: Settings, owed: Any = None) -> Any:
+        given.append(owed)
         made.append(StubBroker(None))
         return made[-1]
 
+    copy = broker.ledger
     service = RelayedService(broker, Settings(directory=tmp_path), make_broker=another)  # type: ignore[arg-type]  # a stub
     try:
         moved = replace(service.settings, directory=tmp_path / "sub", severity="all")
@@ -215,6 +219,7 @@ def test_the_clients_own_knobs_change_in_its_session_others_make_a_new_one(
         assert (name, args["method"]) == ("service", "configure") and made == []
         assert service.configure(replace(moved, wait_budget=30.0)).wait_budget == 30.0
         assert broker.closed and len(made) == 1  # a new session, in the context it makes
+        assert given == [copy] and copy is not None  # which owes what the old one did
     finally:
         service.close()
 
