@@ -52,10 +52,7 @@ def send(sock: socket, message: dict[str, Any], deadline: float | None = None) -
 
 def receive(sock: socket, deadline: float | None = None) -> dict[str, Any]:
     """The next message; `FrameError` when the peer closed, overran, or `deadline` passed."""
-    (size,) = _HEADER.unpack(_exactly(sock, _HEADER.size, deadline))
-    if size > MAX_FRAME:
-        raise FrameError(f"message of {size} bytes is over {MAX_FRAME}")
-    body = _exactly(sock, size, deadline)
+    body = receive_bytes(sock, deadline)
     try:
         message = json_text.loads(body.decode("utf-8", "surrogatepass"))
     except ValueError as exc:
@@ -63,6 +60,14 @@ def receive(sock: socket, deadline: float | None = None) -> dict[str, Any]:
     if not isinstance(message, dict):
         raise FrameError("not a message: not a JSON object")
     return message
+
+
+def receive_bytes(sock: socket, deadline: float | None = None) -> bytes:
+    """The next message's bytes, unread (`receive`)."""
+    (size,) = _HEADER.unpack(_exactly(sock, _HEADER.size, deadline))
+    if size > MAX_FRAME:
+        raise FrameError(f"message of {size} bytes is over {MAX_FRAME}")
+    return _exactly(sock, size, deadline)
 
 
 def peer_uid(sock: socket) -> int:

@@ -44,10 +44,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ipylsp import json_text
 from ipylsp.broker import frames
 from ipylsp.model.diagnostics import Report
 from ipylsp.model.wire import read, to_wire
-from ipylsp.service import PendingChannel
+from ipylsp.service import OWED, PendingChannel
 
 WRITE_WITHIN = 1.0
 """Seconds a journal entry may take to reach a client's buffer (a client that reads nothing
@@ -188,20 +189,38 @@ class Journal:
 
 
 class Ledger:
-    """The client's copy of what its broker session owes it (module doc)."""
+    """The client's copy of what its broker session owes it (module doc). Its reader keeps
+    the journal's entries as they came (bytes) and the copy reads them when it is asked for
+    (`channel`, `owed`, `close`: the broker replaced or let go of), or once `KEPT_RAW` wait:
+    a check's entry costs the client's process a `recv`, not a parse racing the call's own
+    answer for the interpreter."""
 
     def __init__(self, channel: PendingChannel | None = None) -> None:
-        self.channel = PendingChannel() if channel is None else channel
+        self._channel = PendingChannel() if channel is None else channel
         """The copy: `channel` when given (what another session owed the client, which the
         first session this ledger follows takes over)."""
         self.pid = 0
         """The broker whose journal the copy follows (0: none yet)."""
         self._conn: _socket.socket | None = None
         self._reader: threading.Thread | None = None
+        self._raw: list[bytes] = []
+        """The entries received and not yet read into the copy, in their order."""
+        self._raw_lock = threading.Lock()
+        self._broken = False
+        """An entry that is not one: the copy stops following (the next call's ledger
+        connection starts from the whole channel)."""
+
+    @property
+    def channel(self) -> PendingChannel:
+        """The copy, with every entry received so far."""
+        with self._raw_lock:
+            self._apply()
+        return self._channel
 
     @property
     def following(self) -> bool:
-        return self._reader is not None and self._reader.is_alive()
+        return (self._reader is not None and self._reader.is_alive()
+                and not self._broken)
 
     def owed(self) -> dict[str, Any]:
         """The copy in its wire form, for the hello of a ledger connection."""
@@ -209,7 +228,7 @@ class Ledger:
 
     def follow(self, conn: _socket.socket, pid: int) -> None:
         """Read broker `pid`'s journal from `conn` (its hello answered) into the copy."""
-        self._conn, self.pid = conn, pid
+        self._conn, self.pid, self._broken = conn, pid, False
         self._reader = threading.Thread(target=self._read, args=(conn,), daemon=True,
                                         name="ipylsp-ledger")
         self._reader.start()
@@ -238,11 +257,35 @@ class Ledger:
         return self.channel
 
     def _read(self, conn: _socket.socket) -> None:
-        """Each entry, `{entry: report}`, into the copy until the connection ends."""
+        """Each entry, as it came, until the connection ends."""
         while True:
             try:
-                [(entry, value)] = frames.receive(conn).items()
-                report = read(Report, value)
-            except (OSError, ValueError):  # the end of the journal (frames.FrameError too)
+                body = frames.receive_bytes(conn)
+            except OSError:  # the end of the journal (frames.FrameError too)
                 return
-            self.channel.replay(entry, report)
+            with self._raw_lock:
+                if body.startswith(_WHOLE):  # the whole channel: what came before is in it
+                    self._raw.clear()
+                self._raw.append(body)
+                if len(self._raw) >= KEPT_RAW:
+                    self._apply()
+
+    def _apply(self) -> None:
+        """Read the entries received into the copy (under `_raw_lock`)."""
+        raw, self._raw = self._raw, []
+        for body in raw:
+            try:
+                message = json_text.loads(body.decode("utf-8", "surrogatepass"))
+                [(entry, value)] = message.items()
+                report = read(Report, value)
+            except (ValueError, AttributeError):  # not an entry: the copy follows no more
+                self._broken = True
+                return
+            self._channel.replay(entry, report)
+
+
+KEPT_RAW = 256
+"""Entries a copy keeps unread at most (a long session's checks, none asked for)."""
+
+_WHOLE = ('{"' + OWED + '"').encode()
+"""How an entry of the whole channel begins (`frames.send` writes it with `json_text`)."""

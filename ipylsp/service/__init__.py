@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
     from ipylsp.service.check.before_text import special_file as special_file
     from ipylsp.service.check.file_reports import failed_files as failed_files
     from ipylsp.service.outputs.pending import NOTHING_PENDING as NOTHING_PENDING
+    from ipylsp.service.outputs.pending import OWED as OWED
     from ipylsp.service.outputs.pending import PendingChannel as PendingChannel
     from ipylsp.service.queries import Trip as Trip
     from ipylsp.service.runtime.process_wide import get_service as get_service
@@ -55,7 +56,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time, `__getattr__` loads
 
 _EXPORTS = {
     "Service": "service", "NOTHING_PENDING": "outputs.pending",
-    "PendingChannel": "outputs.pending",
+    "PendingChannel": "outputs.pending", "OWED": "outputs.pending",
     "get_service": "runtime.process_wide", "reset_service": "runtime.process_wide",
     "InstallProgress": "admin.server_table", "StatusView": "admin.server_table",
     "UnknownServer": "admin.server_table",
