@@ -1399,3 +1399,34 @@ def test_a_context_no_session_used_for_its_idle_timeout_is_closed() -> None:
     broker.reap()
     assert sorted(broker._contexts) == ["in use", "never", "newly quiet"]
     assert [key for key, (stub, _, _) in cases.items() if stub.closed] == ["quiet"]
+
+
+def test_one_venv_reached_through_a_symlinked_directory_is_one_context(
+    tmp_path: Path,
+) -> None:
+    """A kernel whose spec names a venv through a symlinked directory and an `ipylsp mcp`
+    whose shebang names where it points: one environment, one context (one ty, one ruff);
+    another venv is another context."""
+    from ipylsp.broker import serve
+    from ipylsp.broker.place import Place
+
+    real = tmp_path / "venvs" / "project"
+    (real / "bin").mkdir(parents=True)
+    (real / "bin" / "python").write_text("")
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / ".venv").symlink_to(real)
+    other = tmp_path / "other"
+    (other / "bin").mkdir(parents=True)
+    broker = serve.BrokerProcess(Place("/nowhere", "b"), "secret", 900.0)
+
+    def context(prefix: Path) -> str:
+        environment = {"executable": str(prefix / "bin" / "python"), "prefix": str(prefix),
+                       "variables": [["VIRTUAL_ENV", str(real)]]}
+        found, _ = broker._context({"settings": None, "environment": environment})
+        return found.key
+
+    linked = context(tmp_path / "project" / ".venv")
+    assert linked == context(real)
+    assert context(other) != linked
+    for found in broker._contexts.values():
+        found.service.close()

@@ -280,7 +280,7 @@ class BrokerProcess:
         if not isinstance(raw, dict):
             raise ValueError("no environment")
         # the client's whole environment: the value keeps only what servers read
-        environment = read(Environment, raw)
+        environment = _one_path(read(Environment, raw))
         settings = _as_the_client_has_them(settings, _variables(args))
         shared = for_servers(settings)
         key = hashlib.sha256(json.dumps(
@@ -429,6 +429,20 @@ def _close_contexts(contexts: list[Context]) -> None:
         log.info("context %s unused: closed", context.key)
         with contextlib.suppress(Exception):
             context.service.close()
+
+
+def _one_path(environment: Environment) -> Environment:
+    """`environment` with its interpreter's directory and its prefix resolved: one venv
+    reached through a symlinked directory (a kernel spec naming `~/project/.venv`, a console
+    script's shebang naming where it points) is one environment, whose clients share one
+    context and its servers. The interpreter itself is not resolved (a venv's `python` is a
+    link to the base interpreter, which is another environment)."""
+    executable, prefix = environment.executable, environment.prefix
+    if executable:
+        executable = os.path.join(os.path.realpath(os.path.dirname(executable)),
+                                  os.path.basename(executable))
+    return replace(environment, executable=executable,
+                   prefix=os.path.realpath(prefix) if prefix else prefix)
 
 
 def _variables(hello: dict[str, Any]) -> object:
