@@ -41,7 +41,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ipylsp import json_text
@@ -60,6 +60,22 @@ SETTLE_WITHIN = 2.0
 """Seconds a client waits for its copy to reach the end of a replaced broker's journal (the
 broker is dead: the rest is in the socket's buffer, read in microseconds)."""
 
+_THREAD = threading.local()
+"""Whether this thread answers a call (`answering`)."""
+
+
+@contextlib.contextmanager
+def answering() -> Iterator[None]:
+    """This thread answers a call: the entries it makes meanwhile are written by its
+    `Journal.flush` before the answer, not by the journal's thread woken for each (late
+    answers, made by a service's loop, still wake it)."""
+    _THREAD.answering = True
+    try:
+        yield
+    finally:
+        _THREAD.answering = False
+
+
 class _Stream:
     """The journal entries waiting for one ledger connection, and their writing (by its
     thread, or by a call's before its answer: in the order they were put, either way)."""
@@ -77,9 +93,13 @@ class _Stream:
             end.setblocking(False)
 
     def put(self, entry: str, report: Report) -> None:
-        """An entry of the channel's journal (called under the channel's lock: quick)."""
+        """An entry of the channel's journal (called under the channel's lock: quick). The
+        journal's thread is woken for it unless a call made it (`answering`), whose `flush`
+        writes it before its answer."""
         with self._lock:
             self._entries.append((entry, report))
+        if getattr(_THREAD, "answering", False):
+            return
         with contextlib.suppress(OSError):  # full: the writer is awake already
             self._waker.send(b"!")
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker import frames
 from ipylsp.broker.client import _THIS_BROKER, READY, mount_namespace
-from ipylsp.broker.ledger import Journal
+from ipylsp.broker.ledger import Journal, answering
 from ipylsp.broker.place import BROKER_ENV, Place, build_id, default_data
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.environment import Environment
@@ -178,7 +178,8 @@ class BrokerProcess:
                 except frames.FrameError:
                     return
                 self.touch()
-                answer = self._answer(session, message, _progress(conn, message))
+                with answering():
+                    answer = self._answer(session, message, _progress(conn, message))
                 session.journal.flush()  # what the call made it owe, before its answer
                 frames.send(conn, answer)
                 self.touch()
