@@ -13,19 +13,20 @@ and a pending problem is owed only to a client that lives, so the client keeps t
   by that connection's thread (a late answer, written as it arrives). A write to a Unix
   socket is in the client's receive buffer when it returns: the broker's death after it
   loses nothing.
-- **In the client** (`Ledger`): a thread reads the ledger connection into a copy of the
-  channel, which the journal keeps equal to the session's. When the broker is replaced, the
+- **In the client** (`Ledger`): a thread receives the ledger connection's entries, which
+  make a copy of the channel equal to the session's; they are read into it when the copy is
+  needed (the broker replaced or let go of), not as they come. When the broker is replaced, the
   copy is read to the old connection's end, then sent in the hello of the new ledger
   connection (`owed`): the new session takes it once (`Journal.adopt`), and its journal's first
   entry (the whole channel) replaces the copy. Nothing is owed twice: the copy is replaced,
   never merged, and a session adopts once. Where no broker can be had any more, the copy is
   the pending channel of the client's own service (`Service(pending=...)`).
 
-What a check pays: one journal entry, written before its answer (about 0.2 ms, most of it the
-report's wire form), only when it changed what is owed (a problem introduced or fixed in a
-written file; a clean write of a file that owed nothing, and a cell's own document, which is
-never pending, write none). Why not the store, nor a re-check of the files whose checks
-timed out: ARCHITECTURE.md, "Nothing pending is lost".
+What a check pays: one journal entry (about 1.2 KB for a one-error report), written by the
+call's own thread before its answer, only when it changed what is owed (a problem introduced
+or fixed in a written file; a clean write of a file that owed nothing, and a cell's own
+document, which is never pending, write none). Why not the store, nor a re-check of the
+files whose checks timed out: ARCHITECTURE.md, "Nothing pending is lost".
 
 Limits: an entry the broker made but had not written when it was killed (a late answer, in
 the microseconds between its arrival and its write) is lost with it; a hand-over whose entry
