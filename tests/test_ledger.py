@@ -117,3 +117,27 @@ def test_a_released_copy_holds_every_entry_the_connection_had_received(
     end.close()
     copy = ledger.close()
     assert sorted(messages(copy.owed())) == sorted(f"m{n}" for n in range(300))
+
+
+def test_a_copy_stops_at_an_entry_that_is_not_one(ledger: Ledger) -> None:
+    """A frame that is no entry: the copy keeps what came before it, applies nothing after it
+    (it would apply without what the bad one said), follows no more (the next call's ledger
+    connection starts from the whole channel), and its reader ends, so that letting go of it
+    waits for nothing."""
+    from ipylsp.service.outputs.pending import RECORDED
+
+    end, theirs = socket.socketpair()
+    ledger.follow(theirs, pid=1)
+    deadline = time.monotonic() + 30.0
+    frames.send(end, {RECORDED: to_wire(report("a.py", "before"))}, deadline)
+    frames.send(end, {RECORDED: {"files": "not a report"}}, deadline)
+    frames.send(end, {RECORDED: to_wire(report("b.py", "after"))}, deadline)
+    until(lambda: len(ledger._raw) == 3)
+    assert messages(ledger.channel.owed()) == ["before"]
+    assert not ledger.following
+    reader = ledger._reader
+    assert reader is not None
+    reader.join(30.0)
+    assert not reader.is_alive()
+    assert messages(ledger.close().owed()) == ["before"]
+    end.close()

@@ -70,11 +70,12 @@ def answering() -> Iterator[None]:
     """This thread answers a call: the entries it makes meanwhile are written by its
     `Journal.flush` before the answer, not by the journal's thread woken for each (late
     answers, made by a service's loop, still wake it)."""
+    outer = getattr(_THREAD, "answering", False)
     _THREAD.answering = True
     try:
         yield
     finally:
-        _THREAD.answering = False
+        _THREAD.answering = outer
 
 
 class _Stream:
@@ -285,6 +286,8 @@ class Ledger:
             except OSError:  # the end of the journal (frames.FrameError too)
                 return
             with self._raw_lock:
+                if self._broken:
+                    return  # the copy follows no more (`_apply`)
                 if body.startswith(_WHOLE):  # the whole channel: what came before is in it
                     self._raw.clear()
                 self._raw.append(body)
@@ -300,7 +303,11 @@ class Ledger:
                 [(entry, value)] = message.items()
                 report = read(Report, value)
             except (ValueError, AttributeError):  # not an entry: the copy follows no more
-                self._broken = True
+                self._broken = True  # nor reads on: what follows would apply without it
+                conn = self._conn
+                if conn is not None:  # the reader ends: a `settle` does not wait for it
+                    with contextlib.suppress(OSError):
+                        conn.shutdown(socket.SHUT_RDWR)
                 return
             self._channel.replay(entry, report)
 

@@ -281,11 +281,11 @@ class BrokerProcess:
         if not isinstance(raw, dict):
             raise ValueError("no environment")
         # the client's whole environment: the value keeps only what servers read
-        environment = _one_path(read(Environment, raw))
+        environment = read(Environment, raw)
         settings = _as_the_client_has_them(settings, _variables(args))
         shared = for_servers(settings)
         key = hashlib.sha256(json.dumps(
-            [to_wire(shared), environment.digest()], sort_keys=True,
+            [to_wire(shared), _one_path(environment).digest()], sort_keys=True,
         ).encode()).hexdigest()[:16]
         with self._lock:
             found = self._contexts.get(key)
@@ -433,17 +433,20 @@ def _close_contexts(contexts: list[Context]) -> None:
 
 
 def _one_path(environment: Environment) -> Environment:
-    """`environment` with its interpreter's directory and its prefix resolved: one venv
-    reached through a symlinked directory (a kernel spec naming `~/project/.venv`, a console
-    script's shebang naming where it points) is one environment, whose clients share one
-    context and its servers. The interpreter itself is not resolved (a venv's `python` is a
-    link to the base interpreter, which is another environment)."""
+    """`environment` as its context is keyed: its interpreter's directory and its prefix
+    resolved, so that one venv reached through a symlinked directory (a kernel spec naming
+    `~/project/.venv`, a console script's shebang naming where it points) is one context and
+    one set of servers. Only the key: the servers get the client's own paths (a venv whose
+    `bin` links into another venv's is still its own). The interpreter itself is not
+    resolved (a venv's `python` links to the base interpreter, another environment), nor a
+    path that is not absolute."""
     executable, prefix = environment.executable, environment.prefix
-    if executable:
+    if os.path.isabs(executable):
         executable = os.path.join(os.path.realpath(os.path.dirname(executable)),
                                   os.path.basename(executable))
-    return replace(environment, executable=executable,
-                   prefix=os.path.realpath(prefix) if prefix else prefix)
+    if os.path.isabs(prefix):
+        prefix = os.path.realpath(prefix)
+    return replace(environment, executable=executable, prefix=prefix)
 
 
 def _variables(hello: dict[str, Any]) -> object:
