@@ -202,7 +202,8 @@ def test_the_hub_stops_a_server_that_served_mcp_at_once_and_cleanly(
     ))
     assert "lsp_check" in names and not checked[0]
     pid = hub.server_pid(ALICE)
-    below = {p: Path(cmdline(p).split()[0]).name for p in descendants(pid) if cmdline(p)}
+    below = {p: Path(argv[0]).name for p in descendants(pid)
+             if (argv := cmdline(p).split())}  # not one that ended meanwhile
     assert alice_kernel.pid(pid) in below
     servers = sorted(name for name in below.values() if name in ("ty", "ruff"))
     assert servers.count("ty") >= 1 and servers.count("ruff") >= 1, below

@@ -200,8 +200,8 @@ def test_a_cells_code_is_checked_in_the_root_wherever_the_process_started(
             "[missing-attribute] (ty)\n"
             "</diagnostics>"
         )
-        names = [Path(cmdline(p).split()[0]).name
-                 for p in descendants(_mcp_process(cwd))]
+        names = [Path(argv[0]).name for p in descendants(_mcp_process(cwd))
+                 if (argv := cmdline(p).split())]  # not one that ended meanwhile
         assert sorted(n for n in names if n in ("ty", "ruff")) == ["ruff", "ty"]
     assert sorted(p.name for p in cwd.iterdir()) == in_cwd
     assert sorted(p.name for p in ws.root.iterdir()) == in_root
