@@ -284,8 +284,8 @@ class RelayedService(_Facade):
         """(True, the broker's answer, decoded) or (False, None): `_ask`."""
         budget = self._settings.wait_budget if timeout is None else timeout
         given = dict(args or {})
-        budgeted = "timeout" in signature(RelayedService, method)
-        answer_type = signature(RelayedService, method)["return"]  # Service's (test_relay)
+        types = signature(RelayedService, method)  # Service's (test_relay)
+        budgeted, answer_type = "timeout" in types, types["return"]
 
         def sent(left: float) -> dict[str, Any]:
             """The call for `left` seconds: a method with a budget gets what is left of it

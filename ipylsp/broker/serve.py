@@ -310,9 +310,7 @@ class BrokerProcess:
                 return {"ok": _verdict(session.service, args).to_wire()}
             if call == "check_files":
                 files = from_wire(tuple[FileCheck, ...], args.get("files"))
-                given = args.get("timeout")  # 0.0: nothing is left of it (`client.share`)
-                timeout = (session.service.settings.wait_budget if given is None
-                           else float(given))
+                timeout = _budget(session.service, args)
                 return {"ok": to_wire(session.service.check_files(files, timeout=timeout))}
             if call == "feature":  # a query (`relay.feature_call`) in the client's session
                 from ipylsp.broker.relay import answer_feature
@@ -481,6 +479,13 @@ def _scrub() -> None:
             del os.environ[name]
 
 
+def _budget(service: Service, args: dict[str, Any]) -> float:
+    """A check call's `timeout`: the client's (0.0 when nothing is left of it: `client.share`),
+    else the service's `wait_budget`."""
+    given = args.get("timeout")
+    return service.settings.wait_budget if given is None else float(given)
+
+
 def _verdict(service: Service, args: dict[str, Any]) -> Verdict:
     """`ipylsp check`'s verdict for a thin client: checked and rendered here, with the
     client's severity and hint."""
@@ -488,9 +493,7 @@ def _verdict(service: Service, args: dict[str, Any]) -> Verdict:
     from ipylsp.analysis.report.verdict import verdict
 
     files = from_wire(tuple[FileCheck, ...], args.get("files"))
-    given = args.get("timeout")  # 0.0: nothing is left of it (`client.share`)
-    timeout = service.settings.wait_budget if given is None else float(given)
-    report = service.check_files(files, timeout=timeout)
+    report = service.check_files(files, timeout=_budget(service, args))
     severity = args.get("severity") or service.settings.severity
     shown = from_wire(Settings, {**to_wire(service.settings), "severity": severity})
     options = FormatOptions.from_settings(shown, more_hint=str(args.get("more_hint") or ""))
