@@ -5,6 +5,7 @@ takes it over once. tests/test_broker_owed.py does it with real brokers, SIGKILL
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -14,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ipylsp.broker import frames
-from ipylsp.broker.ledger import Journal, Ledger
+from ipylsp.broker.ledger import Journal, Ledger, answering
 from ipylsp.model.diagnostics import Diagnostic, FileReport, Range, Report, Severity
-from ipylsp.model.wire import read, to_wire
+from ipylsp.model.wire import to_wire
 
 
 def report(name: str, *messages: str) -> Report:
@@ -44,10 +45,6 @@ class Broker:
         self.thread = threading.Thread(target=journal.serve,
                                        args=(stream, self.stopping, lambda: None), daemon=True)
         self.thread.start()
-        # its first entry (the whole channel) says the journal is followed: read here, so
-        # that what the test does next is journaled; then the ledger reads the rest
-        [(entry, value)] = frames.receive(theirs, time.monotonic() + 5.0).items()
-        ledger.channel.replay(entry, read(Report, value))
         ledger.follow(theirs, pid)
 
     def die(self) -> None:
@@ -112,7 +109,7 @@ def test_a_released_copy_holds_every_entry_the_connection_had_received(
     end, theirs = socket.socketpair()
     ledger.follow(theirs, pid=1)
     for n in range(300):
-        frames.send(end, {RECORDED: to_wire(report(f"f{n}.py", f"m{n}"))},
+        frames.send(end, {RECORDED: to_wire(report(f"f{n}.py", f"m{n}")), "seq": n},
                     time.monotonic() + 30.0)
     end.close()
     copy = ledger.close()
@@ -129,9 +126,9 @@ def test_a_copy_stops_at_an_entry_that_is_not_one(ledger: Ledger) -> None:
     end, theirs = socket.socketpair()
     ledger.follow(theirs, pid=1)
     deadline = time.monotonic() + 30.0
-    frames.send(end, {RECORDED: to_wire(report("a.py", "before"))}, deadline)
-    frames.send(end, {RECORDED: {"files": "not a report"}}, deadline)
-    frames.send(end, {RECORDED: to_wire(report("b.py", "after"))}, deadline)
+    frames.send(end, {RECORDED: to_wire(report("a.py", "before")), "seq": 0}, deadline)
+    frames.send(end, {RECORDED: {"files": "not a report"}, "seq": 1}, deadline)
+    frames.send(end, {RECORDED: to_wire(report("b.py", "after")), "seq": 2}, deadline)
     until(lambda: len(ledger._raw) == 3)
     assert messages(ledger.channel.owed()) == ["before"]
     assert not ledger.following
@@ -141,3 +138,133 @@ def test_a_copy_stops_at_an_entry_that_is_not_one(ledger: Ledger) -> None:
     assert not reader.is_alive()
     assert messages(ledger.close().owed()) == ["before"]
     end.close()
+
+
+def frames_read(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The frames the ledger's reader receives on its connection, as it receives them."""
+    seen: list[bytes] = []
+    receive = frames.receive_bytes
+
+    def counted(sock: socket.socket, deadline: float | None = None) -> bytes:
+        body = receive(sock, deadline)
+        seen.append(body)
+        return body
+
+    monkeypatch.setattr(frames, "receive_bytes", counted)
+    return seen
+
+
+def test_a_calls_entries_travel_in_its_answer_and_take_their_place_among_the_late_ones(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A check's record and a hand-over, made by calls (`answering`), reach the copy in
+    their answers (`carry`), not on the ledger connection, which carries the whole channel
+    and the late answer made between them; delivered in the wrong order, the copy applies
+    them in the channel's, so that it owes what the session owes."""
+    received = frames_read(monkeypatch)
+    first = Broker(Journal(), ledger, pid=1)
+    channel = first.journal.channel
+    with answering() as checked:
+        channel.record(report("a.py", *(f"a{n}" for n in range(12))))
+    check_answer = first.journal.carry(checked, late=False)
+    channel.record(report("late.py", "late"))  # a server's late answer: the thread writes it
+    with answering() as handed:
+        _, left = channel.take()
+    assert left == 2
+    hand_over_answer = first.journal.carry(handed, late=False)
+    assert [number for number, _, _ in check_answer + hand_over_answer] == [1, 3]
+    ledger.carry(hand_over_answer)  # the hand-over's answer read first
+    ledger.carry(check_answer)
+    first.die()
+    assert [json.loads(body)["seq"] for body in received] == [0, 2]  # none of the calls'
+    assert ledger.channel.owed() == channel.owed()
+    assert sorted(messages(ledger.channel.owed())) == ["a10", "a11"]
+
+
+def test_entries_the_client_may_not_read_in_an_answer_go_on_the_ledger_as_well_once(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An answer sent near the client's deadline (`late`) carries its entries and the
+    ledger connection writes them too; one whose sending failed (`unread`) has them written
+    there only. Either way the copy applies each once: a record applied twice would owe
+    its problems twice."""
+    received = frames_read(monkeypatch)
+    first = Broker(Journal(), ledger, pid=1)
+    channel = first.journal.channel
+    with answering() as late:
+        channel.record(report("late_call.py", "near the deadline"))
+    ledger.carry(first.journal.carry(late, late=True))
+    with answering() as unsent:
+        channel.record(report("unsent.py", "never answered"))
+    first.journal.unread(unsent)
+    first.die()
+    assert [json.loads(body)["seq"] for body in received] == [0, 1, 2]
+    assert ledger.channel.owed() == channel.owed()
+    assert len(ledger.channel) == len(channel) == 2
+
+
+def test_an_entry_waits_for_the_one_before_it_when_the_copy_reads_as_they_come(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read as they come (`KEPT_RAW` of 1: at every entry), a hand-over that arrives before
+    the record it took waits for it: applied first, it would take nothing, and the record
+    after it would owe what was handed over."""
+    from ipylsp.broker import ledger as ledger_module
+    from ipylsp.service.outputs.pending import OWED, RECORDED, TAKEN
+
+    monkeypatch.setattr(ledger_module, "KEPT_RAW", 1)
+    end, theirs = socket.socketpair()
+    ledger.follow(theirs, pid=1)
+    deadline = time.monotonic() + 30.0
+    frames.send(end, {OWED: to_wire(Report()), "seq": 0}, deadline)
+    checked = report("a.py", "handed over")
+    ledger.carry([[2, TAKEN, to_wire(checked)]])
+    until(lambda: not ledger._raw and ledger._next == 1)  # the whole channel read
+    assert ledger._held.keys() == {2}  # its turn has not come
+    ledger.carry([[1, RECORDED, to_wire(checked)]])
+    assert not ledger._held and ledger._next == 3
+    assert len(ledger.close()) == 0
+    end.close()
+
+
+def test_a_checks_entry_names_its_answers_files_instead_of_sending_them_again(
+    ledger: Ledger,
+) -> None:
+    """A check's record holds files of its answer's report as they are: it travels as their
+    places in the answer, which the copy reads them from; an entry of other files (a
+    hand-over's, in the answer of a tool) travels whole; places the answer does not have
+    stop the copy."""
+    journal = Journal()
+    end, theirs = socket.socketpair()
+    journal.open(end)  # followed (its first entry, the whole channel, is number 0)
+    checked = report("a.py", "introduced")
+    answer = to_wire(Report(files=(report("clean.py").files[0], *checked.files)))
+    with answering() as made:
+        journal.channel.record(checked)
+    carried = journal.carry(made, late=False, answer=answer)
+    assert carried == [[1, "recorded", {"answer_files": [1]}]]
+    assert journal.carry(made, late=False, answer={"text": "a tool's"}) == [
+        [1, "recorded", to_wire(checked)]]
+    ledger.carry(carried, answer)
+    assert ledger.channel.owed() == journal.channel.owed()
+    assert messages(ledger.channel.owed()) == ["introduced"]
+    ledger.carry([[2, "recorded", {"answer_files": [5]}]], answer)
+    assert messages(ledger.channel.owed()) == ["introduced"]
+    assert ledger._broken  # read when the copy is: it follows no more
+    end.close()
+    theirs.close()
+
+
+def test_an_answer_near_the_clients_deadline_counts_as_one_it_may_not_read() -> None:
+    """`serve._late`: within `LATE_WITHIN` of the `within` the request said (counted from
+    when it was received), or from a client that does not say, the answer's entries go on
+    the ledger connection as well."""
+    from ipylsp.broker import serve
+    from ipylsp.broker.ledger import LATE_WITHIN
+
+    now = time.monotonic()
+    assert not serve._late({"within": 30.0}, now)
+    assert serve._late({"within": LATE_WITHIN / 2}, now)
+    assert serve._late({"within": 30.0}, now - 30.0)
+    assert serve._late({}, now)
+    assert serve._late({"within": "30"}, now)

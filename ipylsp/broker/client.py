@@ -220,13 +220,18 @@ class Broker:
         for attempt in (1, 2):
             sock = self._take(min(deadline, time.monotonic() + START_BUDGET))
             try:
-                sent = args(deadline - time.monotonic()) if callable(args) else args
-                frames.send(sock, {"call": name, "args": sent, "progress": progress is not None},
-                            deadline)
+                left = deadline - time.monotonic()
+                sent = args(left) if callable(args) else args
+                frames.send(sock, {"call": name, "args": sent, "progress": progress is not None,
+                                   "within": left}, deadline)
                 answer = frames.receive(sock, deadline)
                 while "progress" in answer and progress is not None:
                     _said(progress, str(answer["progress"]))
                     answer = frames.receive(sock, deadline)
+                if "journal" in answer:  # what the call made the session owe
+                    kept = self._ledger
+                    if kept is not None:
+                        kept.carry(answer["journal"], answer.get("ok"))
             except frames.Late:
                 sock.close()
                 raise BrokerLate(f"the broker did not answer within {timeout:.1f} s") from None

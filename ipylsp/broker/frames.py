@@ -2,10 +2,12 @@
 JSON; a message over `MAX_FRAME` is refused before it is read. Reads and writes keep to a
 deadline (`socket` timeouts set from it), so no call waits on a broker beyond its budget.
 
-A request is `{"call": name, "args": {...}}`; its answer `{"ok": value}` or
-`{"error": {"kind": ..., "message": ...}}`, after any number of `{"progress": line}` when
-the request says `"progress": true` (what a long call waits for: servers starting). The first
-request of a connection is `hello` (the secret, the build, the client's context).
+A request is `{"call": name, "args": {...}}`, with `"within"`: the seconds the client waits
+for its answer; its answer `{"ok": value}` or `{"error": {"kind": ..., "message": ...}}`,
+with `"journal"` when the call changed what the session owes its client (`ledger`), after any
+number of `{"progress": line}` when the request says `"progress": true` (what a long call
+waits for: servers starting). The first request of a connection is `hello` (the secret, the
+build, the client's context).
 
 Standard library only: `_socket`, not `socket`, and `json_text`, not `json` (a thin client
 pays for each import: `socket` brings in `enum` and `selectors`, `json` brings in `re`); the

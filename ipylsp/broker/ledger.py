@@ -7,36 +7,43 @@ the check returned (late answers). The one party that outlives a killed broker i
 and a pending problem is owed only to a client that lives, so the client keeps the copy:
 
 - **In the broker** (`Journal`): a session's channel is followed (`PendingChannel.follow`);
-  its journal (the whole channel, then every record and hand-over, in the channel's order) is
-  written on a connection of the client's own, its ledger connection: by the call that made
-  an entry, before its answer (so a client never shows a problem its copy does not hold), or
-  by that connection's thread (a late answer, written as it arrives). A write to a Unix
-  socket is in the client's receive buffer when it returns: the broker's death after it
-  loses nothing.
-- **In the client** (`Ledger`): a thread receives the ledger connection's entries, which
-  make a copy of the channel equal to the session's; they are read into it when the copy is
-  needed (the broker replaced or let go of), not as they come. When the broker is replaced, the
-  copy is read to the old connection's end, then sent in the hello of the new ledger
-  connection (`owed`): the new session takes it once (`Journal.adopt`), and its journal's first
-  entry (the whole channel) replaces the copy. Nothing is owed twice: the copy is replaced,
-  never merged, and a session adopts once. Where no broker can be had any more, the copy is
-  the pending channel of the client's own service (`Service(pending=...)`).
+  its journal is the whole channel, then every record and hand-over, each numbered in the
+  channel's order (`seq`). An entry made by a call (a check's record, a hand-over) travels
+  in that call's answer (`answering`, `Journal.carry`): the client holds it when it sees the
+  answer, at no cost of its own to the call. Any other entry (a late answer, made by a
+  service's loop; the whole channel) is written on a connection of the client's own, its
+  ledger connection, by that connection's thread as it is made. So is a call's entry whose
+  answer may not be read: one that failed to go out, or went out so near the client's
+  deadline (`within`) that the client may have given up. A write to a Unix socket is in the
+  client's receive buffer when it returns: the broker's death after it loses nothing.
+- **In the client** (`Ledger`): the entries of answers and those its thread receives make a
+  copy of the channel equal to the session's, applied in their numbers' order (one that came
+  twice is applied once; the whole channel replaces every entry before it); they are read
+  into it when the copy is needed (the broker replaced or let go of), not as they come. When
+  the broker is replaced, the copy is read to the old connection's end, then sent in the
+  hello of the new ledger connection (`owed`): the new session takes it once
+  (`Journal.adopt`), and its journal's first entry (the whole channel) replaces the copy.
+  Nothing is owed twice: the copy is replaced, never merged, and a session adopts once.
+  Where no broker can be had any more, the copy is the pending channel of the client's own
+  service (`Service(pending=...)`).
 
-What a check pays: one journal entry (about 1.2 KB for a one-error report), written by the
-call's own thread before its answer, only when it changed what is owed (a problem introduced
-or fixed in a written file; a clean write of a file that owed nothing, and a cell's own
-document, which is never pending, write none). Why not the store, nor a re-check of the
+What a check pays: its entry (about 1.2 KB for a one-error report) in its answer, only when
+it changed what is owed (a problem introduced or fixed in a written file; a clean write of a
+file that owed nothing, and a cell's own document, which is never pending, make none). It had
+been a write on the ledger connection before the answer: a second write, and a second wake
+of the client, per check (bench_broker's boundary). Why not the store, nor a re-check of the
 files whose checks timed out: ARCHITECTURE.md, "Nothing pending is lost".
 
 Limits: an entry the broker made but had not written when it was killed (a late answer, in
-the microseconds between its arrival and its write) is lost with it; a hand-over whose entry
-was written but whose answer was not is lost to a client that never saw it.
+the microseconds between its arrival and its write) is lost with it; a hand-over whose
+answer was not read is lost to a client that never saw it.
 """
 
 from __future__ import annotations
 
 import _socket
 import contextlib
+import itertools
 import select
 import socket
 import threading
@@ -61,32 +68,42 @@ SETTLE_WITHIN = 2.0
 """Seconds a client waits for its copy to reach the end of a replaced broker's journal (the
 broker is dead: the rest is in the socket's buffer, read in microseconds)."""
 
+LATE_WITHIN = 0.25
+"""Seconds before the client's deadline (a call's `within`) past which an answer's entries
+are written on the ledger connection as well: the client may have given up on the answer
+(entries that come twice are applied once)."""
+
+Entry = tuple[int, str, Report]
+"""A journal's entry: its number in the channel's order, its kind (`OWED`, `RECORDED`,
+`TAKEN`) and its report."""
+
 _THREAD = threading.local()
-"""Whether this thread answers a call (`answering`)."""
+"""The entries the call this thread answers made (`answering`)."""
 
 
 @contextlib.contextmanager
-def answering() -> Iterator[None]:
-    """This thread answers a call: the entries it makes meanwhile are written by its
-    `Journal.flush` before the answer, not by the journal's thread woken for each (late
-    answers, made by a service's loop, still wake it)."""
-    outer = getattr(_THREAD, "answering", False)
-    _THREAD.answering = True
+def answering() -> Iterator[list[Entry]]:
+    """This thread answers a call: the entries it makes meanwhile gather in the list given,
+    for its answer (`Journal.carry`), not for the ledger connection."""
+    outer = getattr(_THREAD, "carried", None)
+    carried: list[Entry] = []
+    _THREAD.carried = carried
     try:
-        yield
+        yield carried
     finally:
-        _THREAD.answering = outer
+        _THREAD.carried = outer
 
 
 class _Stream:
     """The journal entries waiting for one ledger connection, and their writing (by its
     thread, or by a call's before its answer: in the order they were put, either way)."""
 
-    def __init__(self, conn: _socket.socket) -> None:
+    def __init__(self, conn: _socket.socket, numbers: Iterator[int]) -> None:
         self.conn = conn
+        self._numbers = numbers
         self._lock = threading.Lock()
         self._writing = threading.Lock()
-        self._entries: deque[tuple[str, Report]] = deque()
+        self._entries: deque[Entry] = deque()
         self.closed = False
         self.opened = False
         """The hello's answer went out on the connection: entries may follow it."""
@@ -95,13 +112,20 @@ class _Stream:
             end.setblocking(False)
 
     def put(self, entry: str, report: Report) -> None:
-        """An entry of the channel's journal (called under the channel's lock: quick). The
-        journal's thread is woken for it unless a call made it (`answering`), whose `flush`
-        writes it before its answer."""
+        """An entry of the channel's journal (called under the channel's lock, which orders
+        the numbers: quick), numbered; a call's (`answering`) goes in its answer, any other is
+        written by the journal's thread, woken for it."""
+        made = (next(self._numbers), entry, report)
+        carried: list[Entry] | None = getattr(_THREAD, "carried", None)
+        if carried is not None:
+            carried.append(made)
+        else:
+            self.queue([made])
+
+    def queue(self, entries: list[Entry]) -> None:
+        """`entries` for the journal's thread to write."""
         with self._lock:
-            self._entries.append((entry, report))
-        if getattr(_THREAD, "answering", False):
-            return
+            self._entries.extend(entries)
         with contextlib.suppress(OSError):  # full: the writer is awake already
             self._waker.send(b"!")
 
@@ -114,8 +138,8 @@ class _Stream:
             with self._lock:
                 entries = list(self._entries)
                 self._entries.clear()
-            for entry, report in entries:
-                frames.send(self.conn, {entry: to_wire(report)},
+            for number, entry, report in entries:
+                frames.send(self.conn, {entry: to_wire(report), "seq": number},
                             time.monotonic() + WRITE_WITHIN)
 
     def close(self) -> None:
@@ -141,6 +165,8 @@ class Journal:
         self._lock = threading.Lock()
         self._stream: _Stream | None = None
         self._adopted = False
+        self._numbers = itertools.count()
+        """The entries' numbers, the session's whole life (across its ledger connections)."""
 
     def adopt(self, owed: object) -> None:
         """What a replaced broker's session owed the client (its copy's `owed()`, wire form),
@@ -159,7 +185,7 @@ class Journal:
         first, then every change (made before the hello's answer goes out, so that no
         hand-over falls between what the client adopted and the journal); written once
         `serve` runs."""
-        stream = _Stream(conn)
+        stream = _Stream(conn, self._numbers)
         with self._lock:
             old, self._stream = self._stream, stream
         if old is not None:
@@ -196,11 +222,35 @@ class Journal:
             stream.close()
             stream.release()
 
+    def carry(self, entries: list[Entry], *, late: bool, answer: object = None,
+              ) -> list[list[Any]]:
+        """The wire form of the entries a call made (`answering`), for its `answer` (its
+        value's wire form): an entry of files the answer's report holds as they are (a
+        check's record) names them by their places in it (`{"answer_files": [...]}`), not
+        again; `late` (the answer may not be read: `LATE_WITHIN`) writes them on the ledger
+        connection as well."""
+        if late:
+            self.unread(entries)
+        files = answer.get("files") if isinstance(answer, dict) else None
+        carried: list[list[Any]] = []
+        for number, entry, report in entries:
+            value = to_wire(report)
+            carried.append([number, entry, _in_answer(value, files)])
+        return carried
+
+    def unread(self, entries: list[Entry]) -> None:
+        """Entries whose answer did not go out: the ledger connection's to write (its client
+        puts them in their place by their numbers; a newer whole channel holds them)."""
+        with self._lock:
+            stream = self._stream
+        if stream is not None and entries:
+            stream.queue(entries)
+
     def flush(self) -> None:
-        """Write the entries the calls so far made (before a call's answer goes out: module
-        doc), on the caller's thread; at once when none wait or no client follows. A client
-        that does not take them loses its ledger connection (its next one starts from the
-        whole channel)."""
+        """Write the entries waiting for the ledger connection (before a call's answer goes
+        out: a late answer's, made meanwhile), on the caller's thread; at once when none wait
+        or no client follows. A client that does not take them loses its ledger connection
+        (its next one starts from the whole channel)."""
         with self._lock:
             stream = self._stream
         if stream is not None:
@@ -210,12 +260,43 @@ class Journal:
                 stream.close()
 
 
+def _in_answer(value: dict[str, Any], files: object) -> dict[str, Any]:
+    """An entry's report (`value`, wire form) as the places of its files in an answer's
+    report's `files`, when that holds every one of them as they are (an entry counts only by
+    its files: `PendingChannel.replay`); else `value`."""
+    if not isinstance(files, list):
+        return value
+    try:
+        return {ANSWER_FILES: [files.index(file) for file in value["files"]]}
+    except ValueError:  # one of them is not in the answer
+        return value
+
+
+def _from_answer(value: object, answer: object) -> object:
+    """An entry's report as `_in_answer` carried it, with the answer's files in place of
+    their places; `ValueError` when they are not the answer's."""
+    if not (isinstance(value, dict) and ANSWER_FILES in value):
+        return value
+    files = answer.get("files") if isinstance(answer, dict) else None
+    places = value[ANSWER_FILES]
+    if not isinstance(files, list) or not isinstance(places, list):
+        raise ValueError("an entry names an answer's files, and there are none")
+    try:
+        return {"files": [files[place] for place in places]}
+    except (IndexError, TypeError):
+        raise ValueError(f"an entry names files the answer does not have: {places}") from None
+
+
+ANSWER_FILES = "answer_files"
+"""How a carried entry names its answer's files (`_in_answer`)."""
+
+
 class Ledger:
-    """The client's copy of what its broker session owes it (module doc). Its reader keeps
-    the journal's entries as they came (bytes) and the copy reads them when it is asked for
-    (`channel`, `owed`, `close`: the broker replaced or let go of), or once `KEPT_RAW` wait:
-    a check's entry costs the client's process a `recv`, not a parse racing the call's own
-    answer for the interpreter."""
+    """The client's copy of what its broker session owes it (module doc). The entries that
+    come (an answer's, `carry`; the ledger connection's, as bytes its reader keeps) wait
+    unread; the copy reads them in their numbers' order when it is asked for (`channel`,
+    `owed`, `close`: the broker replaced or let go of), or once `KEPT_RAW` wait: an entry
+    costs the client nothing while its call's answer is read."""
 
     def __init__(self, channel: PendingChannel | None = None) -> None:
         self._channel = PendingChannel() if channel is None else channel
@@ -226,7 +307,13 @@ class Ledger:
         self._conn: _socket.socket | None = None
         self._reader: threading.Thread | None = None
         self._raw: list[bytes] = []
-        """The entries received and not yet read into the copy, in their order."""
+        """The ledger connection's entries received and not yet read, in their order."""
+        self._carried: list[Any] = []
+        """The answers' entries (their wire form) not yet read."""
+        self._held: dict[int, tuple[str, Any]] = {}
+        """Entries read whose turn has not come (one before them has not arrived yet)."""
+        self._next = 0
+        """The number of the next entry the copy applies."""
         self._raw_lock = threading.Lock()
         self._broken = False
         """An entry that is not one: the copy stops following (the next call's ledger
@@ -236,7 +323,7 @@ class Ledger:
     def channel(self) -> PendingChannel:
         """The copy, with every entry received so far."""
         with self._raw_lock:
-            self._apply()
+            self._apply(final=True)
         return self._channel
 
     @property
@@ -248,8 +335,27 @@ class Ledger:
         """The copy in its wire form, for the hello of a ledger connection."""
         return {"owed": to_wire(self.channel.owed())}
 
+    def carry(self, entries: object, answer: object = None) -> None:
+        """The entries a call's answer carried (`Journal.carry`), in the copy's turn;
+        `answer`: the answer's value (wire form), whose files they may name."""
+        try:
+            if not isinstance(entries, list):
+                raise ValueError("not a list of entries")
+            entries = [[number, entry, _from_answer(value, answer)]
+                       for number, entry, value in entries]
+        except (ValueError, TypeError):
+            entries = [None]  # not entries: `_apply` stops the copy at it
+        with self._raw_lock:
+            self._carried.extend(entries)
+            if len(self._raw) + len(self._carried) >= KEPT_RAW:
+                self._apply(final=False)
+
     def follow(self, conn: _socket.socket, pid: int) -> None:
-        """Read broker `pid`'s journal from `conn` (its hello answered) into the copy."""
+        """Read broker `pid`'s journal from `conn` (its hello answered) into the copy: its
+        session's entries, numbered from its first (the whole channel)."""
+        with self._raw_lock:
+            self._apply(final=True)  # what the last connection said, before it
+            self._next = 0
         self._conn, self.pid, self._broken = conn, pid, False
         self._reader = threading.Thread(target=self._read, args=(conn,), daemon=True,
                                         name="ipylsp-ledger")
@@ -291,29 +397,72 @@ class Ledger:
                 if body.startswith(_WHOLE):  # the whole channel: what came before is in it
                     self._raw.clear()
                 self._raw.append(body)
-                if len(self._raw) >= KEPT_RAW:
-                    self._apply()
+                if len(self._raw) + len(self._carried) >= KEPT_RAW:
+                    self._apply(final=False)
 
-    def _apply(self) -> None:
-        """Read the entries received into the copy (under `_raw_lock`)."""
+    def _apply(self, *, final: bool) -> None:
+        """Read the entries received into the copy, in their numbers' order (under
+        `_raw_lock`): the newest whole channel replaces what came before it, an entry that
+        came twice counts once, and one whose turn has not come waits for those before it,
+        unless `final` (the connection ended: what never came is lost with the broker). An
+        entry that is not one stops the copy: what came before it is applied, nothing after
+        it (it would apply without what the bad one said)."""
         raw, self._raw = self._raw, []
-        for body in raw:
-            try:
+        carried, self._carried = self._carried, []
+        broken = False
+        try:
+            for body in raw:
                 message = json_text.loads(body.decode("utf-8", "surrogatepass"))
+                number = message.pop("seq")
                 [(entry, value)] = message.items()
-                report = read(Report, value)
-            except (ValueError, AttributeError):  # not an entry: the copy follows no more
-                self._broken = True  # nor reads on: what follows would apply without it
-                conn = self._conn
-                if conn is not None:  # the reader ends: a `settle` does not wait for it
-                    with contextlib.suppress(OSError):
-                        conn.shutdown(socket.SHUT_RDWR)
-                return
-            self._channel.replay(entry, report)
+                self._hold(number, entry, value)
+            for number, entry, value in carried:
+                self._hold(number, entry, value)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            broken = True
+        whole = max((n for n, (e, _) in self._held.items() if e == OWED), default=None)
+        if whole is not None and whole >= self._next:
+            self._next = whole
+        for number in sorted(self._held):
+            if number < self._next:
+                del self._held[number]  # in the whole channel, or applied already
+            elif number == self._next or final or broken:
+                entry, value = self._held.pop(number)
+                try:
+                    report = read(Report, value)
+                except ValueError:
+                    broken = True
+                    break
+                self._channel.replay(entry, report)
+                self._next = number + 1
+            else:
+                break
+        if broken or len(self._held) >= WAITING_AT_MOST:
+            self._stop()
+
+    def _stop(self) -> None:
+        """The copy follows no more: the next call's ledger connection starts from the whole
+        channel; the reader ends, so that a `settle` waits for nothing."""
+        self._held.clear()
+        self._broken = True
+        conn = self._conn
+        if conn is not None:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def _hold(self, number: object, entry: object, value: object) -> None:
+        if not isinstance(number, int) or not isinstance(entry, str):
+            raise ValueError(f"not an entry: {number!r}, {entry!r}")
+        self._held.setdefault(number, (entry, value))
 
 
 KEPT_RAW = 256
 """Entries a copy keeps unread at most (a long session's checks, none asked for)."""
+
+WAITING_AT_MOST = 1024
+"""Entries read that may wait for one before them: more, and that one never came (an
+answer lost on its way): the copy follows no more, and the next call's ledger connection
+starts from the whole channel."""
 
 _WHOLE = ('{"' + OWED + '"').encode()
 """How an entry of the whole channel begins (`frames.send` writes it with `json_text`)."""

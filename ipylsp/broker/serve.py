@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker import frames
 from ipylsp.broker.client import _THIS_BROKER, READY, mount_namespace
-from ipylsp.broker.ledger import Journal, answering
+from ipylsp.broker.ledger import LATE_WITHIN, Journal, answering
 from ipylsp.broker.place import BROKER_ENV, Place, build_id, default_data
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.environment import Environment
@@ -177,11 +177,19 @@ class BrokerProcess:
                     message = frames.receive(conn)
                 except frames.FrameError:
                     return
+                received = time.monotonic()
                 self.touch()
-                with answering():
+                with answering() as carried:
                     answer = self._answer(session, message, _progress(conn, message))
-                session.journal.flush()  # what the call made it owe, before its answer
-                frames.send(conn, answer)
+                if carried:  # what the call made it owe travels with its answer
+                    answer["journal"] = session.journal.carry(
+                        carried, late=_late(message, received), answer=answer.get("ok"))
+                session.journal.flush()  # what a late answer made it owe meanwhile
+                try:
+                    frames.send(conn, answer)
+                except OSError:
+                    session.journal.unread(carried)
+                    raise
                 self.touch()
                 if message.get("call") == "stop":
                     self.stopping.set()
@@ -498,6 +506,15 @@ def _verdict(service: Service, args: dict[str, Any]) -> Verdict:
     shown = from_wire(Settings, {**to_wire(service.settings), "severity": severity})
     options = FormatOptions.from_settings(shown, more_hint=str(args.get("more_hint") or ""))
     return verdict(report, [f.path for f in files], options, as_json=bool(args.get("json")))
+
+
+def _late(message: dict[str, Any], received: float) -> bool:
+    """Whether a call's answer goes out so near the client's deadline (its `within`, seconds
+    from when it was received) that the client may not read it (`ledger.LATE_WITHIN`)."""
+    within = message.get("within")
+    if not isinstance(within, (int, float)):
+        return True  # a client that does not say: as if it may not read it
+    return time.monotonic() > received + within - LATE_WITHIN
 
 
 def _progress(conn: socket.socket, message: dict[str, Any]) -> Callable[[str], None] | None:
