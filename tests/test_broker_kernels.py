@@ -352,26 +352,32 @@ QUERIES = (
     # a feature with parameters, through the Python API: the kernel's service is the broker's
     "import ipylsp\nfrom ipylsp.lsp.requests.calls import CALLS\n"
     "ipylsp.get_service().feature(CALLS.given('outgoing'), 'area.py', 4, 4)",
+    # an agent's tool in the kernel: relayed whole (its features would start servers here)
+    "from ipylsp.agent import call_tool\n"
+    "print(call_tool('lsp_references', {'path': 'area.py', 'line': 1, 'symbol': 'area'}).text)",
 )
 
 
 def test_a_kernels_queries_are_answered_by_the_brokers_servers_as_in_process(
     site: Site,
 ) -> None:
-    """`%lsp hover`, `%lsp references` and calls (outgoing) in a kernel on the broker answer
-    what an in-process kernel answers, from the broker's servers: none starts in the kernel,
-    and `%lsp status` shows none of its own."""
+    """`%lsp hover`, `%lsp references`, calls (outgoing) and an agent's tool
+    (`ipylsp.agent.call_tool`) in a kernel on the broker answer what an in-process kernel
+    answers, from the broker's servers: none starts in the kernel, and `%lsp status` shows
+    none of its own."""
     with kernel(site, broker=False) as alone, kernel(site) as k:
         answers: dict[int, list[str | None]] = {}
         for each in (alone, k):
             assert each.run("%load_ext ipylsp").outputs == []
             assert texts(each.run("%%writefile area.py\n" + AREA)) == []  # clean
-            answers[each.pid] = [each.run(query).result for query in QUERIES]
-        hover, references, calls = answers[k.pid]
+            answers[each.pid] = [each.run(query).result for query in QUERIES[:3]]
+            answers[each.pid].append(each.run(QUERIES[3]).stdout)
+        hover, references, calls, tool = answers[k.pid]
         assert answers[k.pid] == answers[alone.pid]
         assert hover is not None and "def area(side: float) -> float" in hover, hover
         assert references == "area.py:1:5\narea.py:6:12\narea.py:6:24", references
         assert calls == "function report [area.py:5:5]\n  function area [area.py:1:5]", calls
+        assert tool is not None and "area.py:6:12" in tool and "area.py:1:5" in tool, tool
 
         [broker] = site.brokers()
         assert own_servers(k.pid, broker) == []

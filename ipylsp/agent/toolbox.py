@@ -57,6 +57,11 @@ _NEXT_STEP: dict[ErrorCode, str] = {
 }
 
 
+HERE = frozenset({"lsp_check_cell"})
+"""The tools a box whose service is the broker's still answers itself: the cells it checks
+are this process's (its kernel's, or its own `cells`)."""
+
+
 class Toolbox:
     """The agent tools for `root` (default: the current directory), answered by `service`
     (default: the process-wide one, shared with the notebook's own checks); `cells`: the
@@ -83,8 +88,8 @@ class Toolbox:
 
     @property
     def service(self) -> Service:
-        if self._service is None:
-            from ipylsp.service import get_service
+        if self._service is None:  # a kernel's that loaded ipylsp (its broker's), if any
+            from ipylsp import get_service
 
             self._service = get_service()
         return self._service
@@ -133,6 +138,9 @@ class Toolbox:
                 )
             args = {} if arguments is None else arguments
             validate(found, args)
+            relayed = self._relayed(name, args)
+            if relayed is not None:
+                return relayed
             return found.run(self, whole_numbers(found, args))
         except ToolError as error:
             return ToolResult.failure(error)
@@ -141,6 +149,28 @@ class Toolbox:
             return ToolResult.failure(ToolError("lsp_error", f"ipylsp failed: {exc!r}"))
         finally:
             _BUDGET.reset(token)
+
+    def _relayed(self, name: str, arguments: Arguments) -> ToolResult | None:
+        """The call answered whole by the user's broker, where this box's service is the
+        broker's (a kernel's, a Jupyter server's): a query's features cannot cross the socket
+        (`RelayedService.trip`), and asked here they would start servers in this process.
+        None: this process answers (its service is its own; `HERE`; no broker can be had any
+        more, which the service says). A call the broker took and never answered is a
+        `timeout`: its budget is spent."""
+        from ipylsp.broker.client import BrokerLate
+        from ipylsp.broker.relay import RelayedService
+
+        service = self.service
+        if not isinstance(service, RelayedService) or name in HERE:
+            return None
+        try:
+            answer = service.tool(name, dict(arguments), root=self.workspace.root,
+                                  max_chars=self._max_chars)
+        except BrokerLate as late:
+            return ToolResult.failure(ToolError("timeout", f"{late}; retry"))
+        except RuntimeError as exc:  # the broker's bug, said as this box says its own
+            return ToolResult.failure(ToolError("lsp_error", f"ipylsp failed: {exc}"))
+        return None if answer is None else ToolResult.from_dict(answer)
 
     @property
     def budget(self) -> float | None:

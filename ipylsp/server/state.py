@@ -22,10 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ipylsp.agent.errors import ToolError
 from ipylsp.agent.result import ToolCaller, ToolResult
 from ipylsp.agent.toolbox import Toolbox
-from ipylsp.broker.client import BrokerLate, wanted
+from ipylsp.broker.client import wanted
 from ipylsp.broker.relay import RelayedService, attach
 from ipylsp.cells.session import CellSession
 from ipylsp.model.settings import Settings
@@ -34,8 +33,6 @@ from ipylsp.service import Service
 _lock = threading.Lock()
 _current: ServerState | None = None
 
-HERE = frozenset({"lsp_check_cell"})
-"""The tools that run in this process whatever the service (module doc)."""
 IN_PROCESS = ("ipylsp: this Jupyter server's language servers run in its own process, not in "
               "the user's broker: %s")
 """The log's line, once, when they do (`ServerState.in_process`)."""
@@ -149,32 +146,17 @@ class ServerState:
 
 
 class _ServerTools:
-    """The agent tools of a Jupyter server (a `ToolCaller`, never raises): the broker's for
-    the root, each call relayed whole in the server's session while its service is the
-    broker's (a query's features cannot cross the socket: asked here, they would start
-    servers in this process); else, and for `HERE`, this process's own
-    (`ServerState.own_tools`). A call the broker took and never answered is a `timeout`: its
-    budget is spent."""
+    """The agent tools of a Jupyter server (a `ToolCaller`, never raises): its own box
+    (`ServerState.own_tools`), which has the broker answer each call whole while its service
+    is the broker's (`Toolbox._relayed`), and says once in the log when it no longer is."""
 
     def __init__(self, state: ServerState) -> None:
         self._state = state
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult:
-        state = self._state
-        service = state.service
-        if isinstance(service, RelayedService) and name not in HERE:
-            result: ToolResult | None
-            try:
-                answer = service.tool(name, arguments, root=state.root)
-                result = None if answer is None else ToolResult.from_dict(answer)
-            except BrokerLate as late:
-                result = ToolResult.failure(ToolError("timeout", f"{late}; retry"))
-            except RuntimeError as exc:  # the broker's bug, said as the tool box says ours
-                result = ToolResult.failure(ToolError("lsp_error", f"ipylsp failed: {exc}"))
-            state.tell()  # a broker found gone for good: this process answers from now on
-            if result is not None:
-                return result
-        return state.own_tools.call(name, arguments)
+        result = self._state.own_tools.call(name, arguments)
+        self._state.tell()  # a broker found gone for good: this process answers from now on
+        return result
 
 
 def start(root: Path, settings: Settings, log: logging.Logger | None = None) -> ServerState:
