@@ -173,8 +173,8 @@ def test_a_calls_entries_travel_in_its_answer_and_take_their_place_among_the_lat
     assert left == 2
     hand_over_answer = first.journal.carry(handed, late=False)
     assert [number for number, _, _ in check_answer + hand_over_answer] == [1, 3]
-    ledger.carry(hand_over_answer)  # the hand-over's answer read first
-    ledger.carry(check_answer)
+    ledger.carry(hand_over_answer, broker=1)  # the hand-over's answer read first
+    ledger.carry(check_answer, broker=1)
     first.die()
     assert [json.loads(body)["seq"] for body in received] == [0, 2]  # none of the calls'
     assert ledger.channel.owed() == channel.owed()
@@ -193,7 +193,7 @@ def test_entries_the_client_may_not_read_in_an_answer_go_on_the_ledger_as_well_o
     channel = first.journal.channel
     with answering() as late:
         channel.record(report("late_call.py", "near the deadline"))
-    ledger.carry(first.journal.carry(late, late=True))
+    ledger.carry(first.journal.carry(late, late=True), broker=1)
     with answering() as unsent:
         channel.record(report("unsent.py", "never answered"))
     first.journal.unread(unsent)
@@ -218,10 +218,10 @@ def test_an_entry_waits_for_the_one_before_it_when_the_copy_reads_as_they_come(
     deadline = time.monotonic() + 30.0
     frames.send(end, {OWED: to_wire(Report()), "seq": 0}, deadline)
     checked = report("a.py", "handed over")
-    ledger.carry([[2, TAKEN, to_wire(checked)]])
+    ledger.carry([[2, TAKEN, to_wire(checked)]], broker=1)
     until(lambda: not ledger._raw and ledger._next == 1)  # the whole channel read
     assert ledger._held.keys() == {2}  # its turn has not come
-    ledger.carry([[1, RECORDED, to_wire(checked)]])
+    ledger.carry([[1, RECORDED, to_wire(checked)]], broker=1)
     assert not ledger._held and ledger._next == 3
     assert len(ledger.close()) == 0
     end.close()
@@ -245,10 +245,10 @@ def test_a_checks_entry_names_its_answers_files_instead_of_sending_them_again(
     assert carried == [[1, "recorded", {"answer_files": [1]}]]
     assert journal.carry(made, late=False, answer={"text": "a tool's"}) == [
         [1, "recorded", to_wire(checked)]]
-    ledger.carry(carried, answer)
+    ledger.carry(carried, answer, broker=0)
     assert ledger.channel.owed() == journal.channel.owed()
     assert messages(ledger.channel.owed()) == ["introduced"]
-    ledger.carry([[2, "recorded", {"answer_files": [5]}]], answer)
+    ledger.carry([[2, "recorded", {"answer_files": [5]}]], answer, broker=0)
     assert messages(ledger.channel.owed()) == ["introduced"]
     assert ledger._broken  # read when the copy is: it follows no more
     end.close()
@@ -268,3 +268,94 @@ def test_an_answer_near_the_clients_deadline_counts_as_one_it_may_not_read() -> 
     assert serve._late({"within": 30.0}, now - 30.0)
     assert serve._late({}, now)
     assert serve._late({"within": "30"}, now)
+
+
+def test_an_answer_not_read_makes_the_copy_ask_for_the_whole_channel_again(
+    ledger: Ledger,
+) -> None:
+    """A call whose answer the client did not read (it gave up, was interrupted): what the
+    answer carried is not in the copy, which follows no more (`resync`) and keeps what it
+    had; the session's next ledger connection starts from the whole channel, which holds
+    it."""
+    first = Broker(Journal(), ledger, pid=1)
+    channel = first.journal.channel
+    with answering() as read_one:
+        channel.record(report("a.py", "read"))
+    ledger.carry(first.journal.carry(read_one, late=False), broker=1)
+    with answering() as unread:
+        channel.record(report("b.py", "never read"))
+    first.journal.carry(unread, late=False)  # an answer that goes nowhere
+    ledger.resync()
+    assert not ledger.following
+    assert messages(ledger.channel.owed()) == ["read"]
+    again = Broker(first.journal, ledger, pid=1)  # the next call's ledger connection
+    again.die()
+    assert ledger.channel.owed() == channel.owed()
+    assert sorted(messages(ledger.channel.owed())) == ["never read", "read"]
+    first.thread.join(30.0)  # its stream was replaced: its thread ended
+    assert not first.thread.is_alive()
+    first.end.close()
+
+
+def test_an_answer_of_a_broker_the_copy_no_longer_follows_is_not_applied(
+    ledger: Ledger,
+) -> None:
+    """Another thread's call replaced a killed broker while this one's answer, read from the
+    old one, was not yet carried: the old session's copy went to the new one without it, and
+    its number is the new session's. Applied, it would take the place of the new session's
+    own entry of that number."""
+    Broker(Journal(), ledger, pid=1).die()
+    second = Broker(Journal(), ledger, pid=2)
+    with answering() as made:
+        second.journal.channel.record(report("new.py", "the new session's"))
+    ledger.carry([[1, "recorded", to_wire(report("old.py", "the old broker's"))]], broker=1)
+    ledger.carry(second.journal.carry(made, late=False), broker=2)
+    second.die()
+    assert messages(ledger.channel.owed()) == ["the new session's"]
+
+
+def test_entries_that_wait_too_long_for_one_that_never_came_are_applied_and_resynced(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`WAITING_AT_MOST` entries wait for one that never came (an answer lost on its way):
+    they are applied in their order, and the copy asks for the whole channel again."""
+    from ipylsp.broker import ledger as ledger_module
+    from ipylsp.service.outputs.pending import OWED, RECORDED
+
+    monkeypatch.setattr(ledger_module, "WAITING_AT_MOST", 3)
+    monkeypatch.setattr(ledger_module, "KEPT_RAW", 1)  # read at every entry
+    end, theirs = socket.socketpair()
+    ledger.follow(theirs, pid=1)
+    frames.send(end, {OWED: to_wire(Report()), "seq": 0}, time.monotonic() + 30.0)
+    until(lambda: not ledger._raw and ledger._next == 1)
+    for number in (2, 3):
+        ledger.carry([[number, RECORDED, to_wire(report(f"f{number}.py", f"m{number}"))]],
+                     broker=1)
+    assert ledger.following and len(ledger._held) == 2  # waiting for 1
+    ledger.carry([[4, RECORDED, to_wire(report("f4.py", "m4"))]], broker=1)
+    assert not ledger.following
+    assert sorted(messages(ledger.close().owed())) == ["m2", "m3", "m4"]
+    end.close()
+
+
+def test_a_call_whose_answer_the_client_does_not_read_makes_its_copy_resync(
+    ledger: Ledger, tmp_path: Path,
+) -> None:
+    """`Broker.call` that gives up on an answer (its deadline passed; an interrupt is the
+    same): whatever that answer carried is not in the copy, which follows no more, so that
+    the next call's ledger connection starts from the whole channel."""
+    from ipylsp.broker.client import Broker, BrokerLate
+    from ipylsp.broker.place import Place
+
+    end, theirs = socket.socketpair()
+    ledger.follow(theirs, pid=7)
+    client = Broker(Place(tmp_path, "build"), "secret", {}, restart=False, idle=None)
+    client._ledger = ledger
+    silent, broker_end = socket.socketpair()  # a broker that takes the call and says nothing
+    client._idle.append((silent, 7))
+    with pytest.raises(BrokerLate):
+        client.call("check_files", {}, timeout=0.2)
+    assert not ledger.following
+    assert frames.receive(broker_end, time.monotonic() + 5.0)["call"] == "check_files"
+    for made in (end, broker_end, silent):
+        made.close()

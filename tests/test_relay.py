@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ipylsp.broker.client import BrokerError, BrokerLate, BrokerUnavailable
+from ipylsp.broker.client import ANSWER_MARGIN, BrokerError, BrokerLate, BrokerUnavailable
 from ipylsp.broker.relay import RelayedService, SharedServers, decode_args, encode_args
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.diagnostics import UnknownReason
@@ -42,6 +42,11 @@ class StubBroker:
         if self.failure is not None:
             raise self.failure
         return self.answer
+
+    def tool(self, name: str, arguments: Any, *, root: Path, max_chars: int | None,
+             timeout: float) -> Any:
+        return self.call("tool", {"name": name, "arguments": arguments, "root": str(root),
+                                  "max_chars": max_chars, "timeout": timeout}, timeout=timeout)
 
     def close(self) -> None:
         self.closed = True
@@ -418,3 +423,40 @@ def test_the_broker_asks_a_relayed_query_of_the_clients_session(tmp_path: Path,
                     {"path": "notes.xyz"}, {"timeout": "soon"}):
             with pytest.raises(ValueError):
                 answer_feature(service, {**call, **bad})
+
+
+def test_an_agents_tool_on_the_brokers_service_is_answered_by_the_broker_whole(
+    tmp_path: Path, notes: Path,
+) -> None:
+    """`Toolbox.call` where the service is the broker's (a kernel's, a Jupyter server's):
+    the broker answers the call whole, for the box's root and characters, within the call's
+    budget; `lsp_check_cell`, whose cells are this process's, is not sent; a call the broker
+    took and never answered is a `timeout` said as the box says its own; a broker gone for
+    good leaves this process to answer."""
+    from ipylsp.agent.result import ToolResult
+    from ipylsp.agent.toolbox import Toolbox
+
+    answered = ToolResult(ok=True, text="the broker's answer").to_dict()
+    broker = StubBroker(None, answered)
+    box = Toolbox(relayed(broker, tmp_path), tmp_path, max_chars=900)
+    result = box.call("lsp_status", {}, budget=3.0)
+    assert result.to_dict() == answered
+    [(call, args)] = broker.calls
+    assert (call, args) == ("tool", {"name": "lsp_status", "arguments": {},
+                                     "root": str(tmp_path.resolve()), "max_chars": 900,
+                                     "timeout": 3.0 + ANSWER_MARGIN})
+    box.call("lsp_check_cell", {"code": "x = 1"})  # answered here: only its check is sent
+    assert [(name, args["method"]) for name, args in broker.calls[1:]] == [
+        ("service", "check_files")]
+
+    late = Toolbox(relayed(StubBroker(BrokerLate(LATE)), tmp_path), tmp_path)
+    timed_out = late.call("lsp_status", {})
+    assert (timed_out.ok, timed_out.error_code) == (False, "timeout")
+    assert timed_out.text == f"error [timeout]: {LATE}; retry"
+
+    gone = relayed(StubBroker(BrokerUnavailable("gone")), tmp_path)
+    here = Toolbox(gone, tmp_path).call("lsp_check", {"path": str(notes)})
+    assert here.text == ("error [unsupported_language]: no language server reads notes.xyz "
+                         "(unknown file type)")  # this process's own answer
+    assert gone.fallback is not None and "no broker" in gone.fallback
+    gone.close()

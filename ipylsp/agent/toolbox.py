@@ -1,6 +1,10 @@
 """`Toolbox`: the tools bound to one Service and one workspace root, and the dispatcher that
 never raises: bad arguments, a missing server, a timeout or a bug of ours all come back as a
-failed `ToolResult` with an error code and one line saying what to do next."""
+failed `ToolResult` with an error code and one line saying what to do next. Where the service
+is the user's broker's (a kernel's, a Jupyter server's), the dispatcher has the broker answer
+each call whole (`Toolbox._relayed`), but those whose cells are this process's (`HERE`): a
+query's features cannot cross the socket, and asked here they would start servers in this
+process."""
 
 from __future__ import annotations
 
@@ -64,7 +68,8 @@ are this process's (its kernel's, or its own `cells`)."""
 
 class Toolbox:
     """The agent tools for `root` (default: the current directory), answered by `service`
-    (default: the process-wide one, shared with the notebook's own checks); `cells`: the
+    (default: this process's, `ipylsp.get_service()`: in a kernel, the one its cells' checks
+    use, so that `lsp_pending` hands over what they introduced); `cells`: the
     cells' session `lsp_check_cell` checks against (default: `cells`); `in_process`: says why
     the servers run in this process and not in the user's broker, where the surface knows
     (`lsp_status` says it)."""
@@ -165,7 +170,7 @@ class Toolbox:
             return None
         try:
             answer = service.tool(name, dict(arguments), root=self.workspace.root,
-                                  max_chars=self._max_chars)
+                                  max_chars=self._max_chars, budget=self.budget)
         except BrokerLate as late:
             return ToolResult.failure(ToolError("timeout", f"{late}; retry"))
         except RuntimeError as exc:  # the broker's bug, said as this box says its own
@@ -226,8 +231,9 @@ def _error(reason: UnknownReason, detail: str, hint: str = "") -> ToolError:
 
 
 def call_tool(name: str, arguments: Arguments | None = None, **options: Any) -> ToolResult:
-    """Run tool `name` with the process-wide service, the workspace root being the current
-    directory (`root=` to choose another). Never raises."""
+    """Run tool `name` with this process's service (`ipylsp.get_service()`: in a kernel that
+    loaded ipylsp, the kernel's, whose checks and pending these are), the workspace root being
+    the current directory (`root=` to choose another). Never raises."""
     try:
         box = Toolbox(**options)
     except (TypeError, ValueError) as exc:

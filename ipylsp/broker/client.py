@@ -121,7 +121,8 @@ class Broker:
         """The `broker_idle` a broker this client starts gets (None: the default)."""
         self._restart = restart
         """Start a new broker when this one is gone (not for `start=False` clients)."""
-        self._idle: list[socket] = []
+        self._idle: list[tuple[socket, int]] = []
+        """Connections not in a call, each with the broker it reaches (its hello's pid)."""
         self._lock = _thread.allocate_lock()  # `threading.Lock`, without its import
         self._ledger: Ledger | None = None
         """The copy of what this client's session owes it (`attach(ledger=True)`)."""
@@ -186,7 +187,7 @@ class Broker:
                 sock.close()
                 raise
             broker.pid = int(answer.get("pid") or 0)
-            broker._idle.append(sock)
+            broker._idle.append((sock, broker.pid))
             if ledger:
                 from ipylsp.broker.ledger import Ledger
 
@@ -218,20 +219,24 @@ class Broker:
             except BrokerUnavailable:
                 self._drop_idle()  # gone: a new broker's session takes the copy over
         for attempt in (1, 2):
-            sock = self._take(min(deadline, time.monotonic() + START_BUDGET))
+            sock, reached = self._take(min(deadline, time.monotonic() + START_BUDGET))
             try:
                 left = deadline - time.monotonic()
                 sent = args(left) if callable(args) else args
                 frames.send(sock, {"call": name, "args": sent, "progress": progress is not None,
                                    "within": left}, deadline)
-                answer = frames.receive(sock, deadline)
-                while "progress" in answer and progress is not None:
-                    _said(progress, str(answer["progress"]))
+                try:
                     answer = frames.receive(sock, deadline)
+                    while "progress" in answer and progress is not None:
+                        _said(progress, str(answer["progress"]))
+                        answer = frames.receive(sock, deadline)
+                except BaseException:  # (an interrupt too) what the call made the session
+                    self._unanswered()  # owe, its answer carried: the copy asks it again
+                    raise
                 if "journal" in answer:  # what the call made the session owe
                     kept = self._ledger
                     if kept is not None:
-                        kept.carry(answer["journal"], answer.get("ok"))
+                        kept.carry(answer["journal"], answer.get("ok"), broker=reached)
             except frames.Late:
                 sock.close()
                 raise BrokerLate(f"the broker did not answer within {timeout:.1f} s") from None
@@ -242,7 +247,7 @@ class Broker:
                     continue
                 raise BrokerUnavailable(f"the broker did not answer: {exc}") from None
             with self._lock:
-                self._idle.append(sock)
+                self._idle.append((sock, reached))
             return _result(answer)
         raise AssertionError("unreachable")
 
@@ -316,8 +321,17 @@ class Broker:
     def _drop_idle(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
-        for sock in idle:
+        for sock, _ in idle:
             sock.close()
+
+    def _unanswered(self) -> None:
+        """A call whose answer this client did not read (late, interrupted, the broker
+        gone): the entries it may have carried are not in the copy, which follows the
+        journal no more; the next call's ledger connection starts from the whole channel
+        (`Ledger.resync`)."""
+        ledger = self._ledger
+        if ledger is not None:
+            ledger.resync()
 
     def __enter__(self) -> Broker:
         return self
@@ -327,8 +341,9 @@ class Broker:
 
     # -- connections ------------------------------------------------------------------------
 
-    def _take(self, deadline: float) -> socket:
-        """An idle connection, or a new one, to a new broker if need be."""
+    def _take(self, deadline: float) -> tuple[socket, int]:
+        """An idle connection, or a new one, to a new broker if need be; and the broker it
+        reaches."""
         with self._lock:
             if self._idle:
                 return self._idle.pop()
@@ -340,13 +355,13 @@ class Broker:
         sock, self._secret = found
         try:
             answer = self._hello_on(sock, min(deadline, time.monotonic() + HELLO_WITHIN))
-            self.pid = int(answer.get("pid") or 0)
+            self.pid = reached = int(answer.get("pid") or 0)
             if self._ledger is not None:
                 self._follow(self.pid, deadline)
         except BaseException:
             sock.close()
             raise
-        return sock
+        return sock, reached
 
     def _follow(self, pid: int, deadline: float) -> None:
         """The ledger follows broker `pid`'s journal of this session: when it followed

@@ -12,10 +12,13 @@ and a pending problem is owed only to a client that lives, so the client keeps t
   in that call's answer (`answering`, `Journal.carry`): the client holds it when it sees the
   answer, at no cost of its own to the call. Any other entry (a late answer, made by a
   service's loop; the whole channel) is written on a connection of the client's own, its
-  ledger connection, by that connection's thread as it is made. So is a call's entry whose
-  answer may not be read: one that failed to go out, or went out so near the client's
-  deadline (`within`) that the client may have given up. A write to a Unix socket is in the
-  client's receive buffer when it returns: the broker's death after it loses nothing.
+  ledger connection, by that connection's thread as it is made, or by a call's thread before
+  its answer, whichever comes first (`Journal.flush`). So is a call's entry whose answer may
+  not be read: one that failed to go out, or went out so near the client's deadline
+  (`within`) that the client may have given up; a client that did not read an answer (it
+  gave up, or was interrupted) asks for the whole channel again (`Ledger.resync`). A write
+  to a Unix socket is in the client's receive buffer when it returns: the broker's death
+  after it loses nothing.
 - **In the client** (`Ledger`): the entries of answers and those its thread receives make a
   copy of the channel equal to the session's, applied in their numbers' order (one that came
   twice is applied once; the whole channel replaces every entry before it); they are read
@@ -34,9 +37,15 @@ been a write on the ledger connection before the answer: a second write, and a s
 of the client, per check (bench_broker's boundary). Why not the store, nor a re-check of the
 files whose checks timed out: ARCHITECTURE.md, "Nothing pending is lost".
 
+A broker killed in a call, before its answer went out, took the call's entries with it: the
+copy owes what it owed before the call, which is right for a hand-over (the client never saw
+it: the new session hands it over again) and for a check (whose answer the client never had;
+the retry on the new broker checks again).
+
 Limits: an entry the broker made but had not written when it was killed (a late answer, in
-the microseconds between its arrival and its write) is lost with it; a hand-over whose
-answer was not read is lost to a client that never saw it.
+the microseconds between its arrival and its write) is lost with it; a hand-over whose answer
+went out and was not read (the client gave up on it, or its connection broke) is lost to a
+client that never saw it: the session forgot what it handed over, and so does the copy.
 """
 
 from __future__ import annotations
@@ -62,7 +71,7 @@ WRITE_WITHIN = 1.0
 """Seconds a journal entry may take to reach a client's buffer (a client that reads nothing
 for that long gets no more: its ledger connection is closed, and its next one starts from
 the whole channel). Well below the answer's margin (`client.ANSWER_MARGIN`): a call's answer
-waits for its entries."""
+waits for the entries the ledger connection was given meanwhile (`Journal.flush`)."""
 
 SETTLE_WITHIN = 2.0
 """Seconds a client waits for its copy to reach the end of a replaced broker's journal (the
@@ -75,7 +84,7 @@ are written on the ledger connection as well: the client may have given up on th
 
 Entry = tuple[int, str, Report]
 """A journal's entry: its number in the channel's order, its kind (`OWED`, `RECORDED`,
-`TAKEN`) and its report."""
+`TAKEN`) and its report (in the wire: a list, its report's wire form)."""
 
 _THREAD = threading.local()
 """The entries the call this thread answers made (`answering`)."""
@@ -111,11 +120,11 @@ class _Stream:
         for end in (self.wake, self._waker):
             end.setblocking(False)
 
-    def put(self, entry: str, report: Report) -> None:
-        """An entry of the channel's journal (called under the channel's lock, which orders
-        the numbers: quick), numbered; a call's (`answering`) goes in its answer, any other is
-        written by the journal's thread, woken for it."""
-        made = (next(self._numbers), entry, report)
+    def put(self, kind: str, report: Report) -> None:
+        """An entry of the channel's journal, of `kind` (called under the channel's lock,
+        which orders the numbers: quick), numbered; a call's (`answering`) goes in its
+        answer, any other is written by the journal's thread, woken for it."""
+        made = (next(self._numbers), kind, report)
         carried: list[Entry] | None = getattr(_THREAD, "carried", None)
         if carried is not None:
             carried.append(made)
@@ -138,8 +147,8 @@ class _Stream:
             with self._lock:
                 entries = list(self._entries)
                 self._entries.clear()
-            for number, entry, report in entries:
-                frames.send(self.conn, {entry: to_wire(report), "seq": number},
+            for number, kind, report in entries:
+                frames.send(self.conn, {kind: to_wire(report), "seq": number},
                             time.monotonic() + WRITE_WITHIN)
 
     def close(self) -> None:
@@ -232,11 +241,8 @@ class Journal:
         if late:
             self.unread(entries)
         files = answer.get("files") if isinstance(answer, dict) else None
-        carried: list[list[Any]] = []
-        for number, entry, report in entries:
-            value = to_wire(report)
-            carried.append([number, entry, _in_answer(value, files)])
-        return carried
+        return [[number, kind, _in_answer(to_wire(report), files)]
+                for number, kind, report in entries]
 
     def unread(self, entries: list[Entry]) -> None:
         """Entries whose answer did not go out: the ledger connection's to write (its client
@@ -308,13 +314,15 @@ class Ledger:
         self._reader: threading.Thread | None = None
         self._raw: list[bytes] = []
         """The ledger connection's entries received and not yet read, in their order."""
-        self._carried: list[Any] = []
-        """The answers' entries (their wire form) not yet read."""
+        self._answered: list[Any] = []
+        """The entries answers carried (their wire form) not yet read."""
         self._held: dict[int, tuple[str, Any]] = {}
         """Entries read whose turn has not come (one before them has not arrived yet)."""
         self._next = 0
         """The number of the next entry the copy applies."""
-        self._raw_lock = threading.Lock()
+        self._lock = threading.Lock()
+        """Guards the entries waiting (`_raw`, `_answered`, `_held`), the copy's turn
+        (`_next`) and the broker followed (`pid`, `_conn`)."""
         self._broken = False
         """An entry that is not one: the copy stops following (the next call's ledger
         connection starts from the whole channel)."""
@@ -322,7 +330,7 @@ class Ledger:
     @property
     def channel(self) -> PendingChannel:
         """The copy, with every entry received so far."""
-        with self._raw_lock:
+        with self._lock:
             self._apply(final=True)
         return self._channel
 
@@ -335,9 +343,12 @@ class Ledger:
         """The copy in its wire form, for the hello of a ledger connection."""
         return {"owed": to_wire(self.channel.owed())}
 
-    def carry(self, entries: object, answer: object = None) -> None:
+    def carry(self, entries: object, answer: object = None, *, broker: int) -> None:
         """The entries a call's answer carried (`Journal.carry`), in the copy's turn;
-        `answer`: the answer's value (wire form), whose files they may name."""
+        `answer`: the answer's value (wire form), whose files they may name; `broker`: the
+        broker that answered. An answer of a broker the copy no longer follows (another
+        thread's call replaced it meanwhile) is too late: its session's copy went to the new
+        one without these, and the new one's numbers are not its."""
         try:
             if not isinstance(entries, list):
                 raise ValueError("not a list of entries")
@@ -345,18 +356,28 @@ class Ledger:
                        for number, entry, value in entries]
         except (ValueError, TypeError):
             entries = [None]  # not entries: `_apply` stops the copy at it
-        with self._raw_lock:
-            self._carried.extend(entries)
-            if len(self._raw) + len(self._carried) >= KEPT_RAW:
+        with self._lock:
+            if broker != self.pid:
+                return
+            self._answered.extend(entries)
+            if len(self._raw) + len(self._answered) >= KEPT_RAW:
                 self._apply(final=False)
+
+    def resync(self) -> None:
+        """A call's answer was not read, and what it carried with it: the copy follows no
+        more, and the next call's ledger connection starts from the whole channel (which
+        holds it); what came before it stays in the copy."""
+        with self._lock:
+            self._apply(final=True)
+            self._stop()
 
     def follow(self, conn: _socket.socket, pid: int) -> None:
         """Read broker `pid`'s journal from `conn` (its hello answered) into the copy: its
         session's entries, numbered from its first (the whole channel)."""
-        with self._raw_lock:
+        with self._lock:
             self._apply(final=True)  # what the last connection said, before it
             self._next = 0
-        self._conn, self.pid, self._broken = conn, pid, False
+            self._conn, self.pid, self._broken = conn, pid, False
         self._reader = threading.Thread(target=self._read, args=(conn,), daemon=True,
                                         name="ipylsp-ledger")
         self._reader.start()
@@ -391,42 +412,47 @@ class Ledger:
                 body = frames.receive_bytes(conn)
             except OSError:  # the end of the journal (frames.FrameError too)
                 return
-            with self._raw_lock:
+            with self._lock:
                 if self._broken:
                     return  # the copy follows no more (`_apply`)
-                if body.startswith(_WHOLE):  # the whole channel: what came before is in it
-                    self._raw.clear()
                 self._raw.append(body)
-                if len(self._raw) + len(self._carried) >= KEPT_RAW:
+                if len(self._raw) + len(self._answered) >= KEPT_RAW:
                     self._apply(final=False)
 
     def _apply(self, *, final: bool) -> None:
-        """Read the entries received into the copy, in their numbers' order (under
-        `_raw_lock`): the newest whole channel replaces what came before it, an entry that
-        came twice counts once, and one whose turn has not come waits for those before it,
-        unless `final` (the connection ended: what never came is lost with the broker). An
-        entry that is not one stops the copy: what came before it is applied, nothing after
-        it (it would apply without what the bad one said)."""
+        """Read the entries received into the copy, in their numbers' order (under `_lock`):
+        the newest whole channel replaces what came before it, an entry that came twice
+        counts once, and one whose turn has not come waits for those before it, unless
+        `final` (the connection ended: what never came is lost with the broker) or
+        `WAITING_AT_MOST` wait (one never came: the copy asks for the whole channel again).
+        An entry that is not one stops the copy too: what came in its turn before it is
+        applied, nothing after it (it would apply without what the bad one said)."""
         raw, self._raw = self._raw, []
-        carried, self._carried = self._carried, []
+        answered, self._answered = self._answered, []
         broken = False
-        try:
-            for body in raw:
+        for body in raw:
+            try:
                 message = json_text.loads(body.decode("utf-8", "surrogatepass"))
                 number = message.pop("seq")
                 [(entry, value)] = message.items()
                 self._hold(number, entry, value)
-            for number, entry, value in carried:
+            except (ValueError, TypeError, KeyError, AttributeError):
+                broken = True
+        for item in answered:
+            try:
+                number, entry, value = item
                 self._hold(number, entry, value)
-        except (ValueError, TypeError, KeyError, AttributeError):
-            broken = True
+            except (ValueError, TypeError):
+                broken = True
+        too_many = len(self._held) >= WAITING_AT_MOST
+        past_gaps = (final or too_many) and not broken
         whole = max((n for n, (e, _) in self._held.items() if e == OWED), default=None)
         if whole is not None and whole >= self._next:
             self._next = whole
         for number in sorted(self._held):
             if number < self._next:
                 del self._held[number]  # in the whole channel, or applied already
-            elif number == self._next or final or broken:
+            elif number == self._next or past_gaps:
                 entry, value = self._held.pop(number)
                 try:
                     report = read(Report, value)
@@ -437,13 +463,13 @@ class Ledger:
                 self._next = number + 1
             else:
                 break
-        if broken or len(self._held) >= WAITING_AT_MOST:
+        if broken or too_many:
+            self._held.clear()  # (after a bad one: they would apply without it)
             self._stop()
 
     def _stop(self) -> None:
         """The copy follows no more: the next call's ledger connection starts from the whole
-        channel; the reader ends, so that a `settle` waits for nothing."""
-        self._held.clear()
+        channel; the reader ends, so that a `settle` waits for nothing (under `_lock`)."""
         self._broken = True
         conn = self._conn
         if conn is not None:
@@ -463,6 +489,3 @@ WAITING_AT_MOST = 1024
 """Entries read that may wait for one before them: more, and that one never came (an
 answer lost on its way): the copy follows no more, and the next call's ledger connection
 starts from the whole channel."""
-
-_WHOLE = ('{"' + OWED + '"').encode()
-"""How an entry of the whole channel begins (`frames.send` writes it with `json_text`)."""

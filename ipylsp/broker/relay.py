@@ -317,14 +317,16 @@ class RelayedService(_Facade):
             return False, None
 
     def tool(self, name: str, arguments: dict[str, Any] | None, *, root: Path,
-             max_chars: int | None = None) -> dict[str, Any] | None:
+             max_chars: int | None = None, budget: float | None = None,
+             ) -> dict[str, Any] | None:
         """An agent tool's call answered by the broker's tools for the workspace `root`, in
         this client's session (its `ToolResult.to_dict()`), where its checks are: None when
-        this process must answer (`_ask`). `BrokerLate` when the broker took it and did not
-        answer within the budget."""
+        this process must answer (`_ask`). `budget`: the seconds its waits on servers get
+        (None: `wait_budget`). `BrokerLate` when the broker took it and did not answer
+        within the budget."""
+        waits = self._settings.wait_budget if budget is None else budget
         ok, answer = self._ask(lambda broker: broker.tool(
-            name, arguments, root=root, max_chars=max_chars,
-            timeout=self._settings.wait_budget + ANSWER_MARGIN))
+            name, arguments, root=root, max_chars=max_chars, timeout=waits + ANSWER_MARGIN))
         return typing.cast("dict[str, Any]", answer) if ok else None
 
     # -- configuration ------------------------------------------------------------------------

@@ -181,10 +181,10 @@ class BrokerProcess:
                 self.touch()
                 with answering() as carried:
                     answer = self._answer(session, message, _progress(conn, message))
+                session.journal.flush()  # what a late answer made it owe meanwhile
                 if carried:  # what the call made it owe travels with its answer
                     answer["journal"] = session.journal.carry(
                         carried, late=_late(message, received), answer=answer.get("ok"))
-                session.journal.flush()  # what a late answer made it owe meanwhile
                 try:
                     frames.send(conn, answer)
                 except OSError:
