@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ipylsp.broker import frames
-from ipylsp.broker.ledger import Journal, Ledger, answering
+from ipylsp.broker.ledger import Entry, Journal, Ledger, answering
 from ipylsp.model.diagnostics import Diagnostic, FileReport, Range, Report, Severity
 from ipylsp.model.wire import to_wire
 
@@ -55,6 +55,13 @@ class Broker:
         self.ledger.settle()
         self.thread.join(5.0)
         self.end.close()
+
+
+def checked_by_a_call(journal: Journal, name: str, message: str) -> list[Entry]:
+    """The entries a call (`answering`) made whose check of `name` found `message`."""
+    with answering() as made:
+        journal.channel.record(report(name, message))
+    return made
 
 
 def until(condition: Callable[[], bool], within: float = 30.0) -> None:
@@ -191,12 +198,9 @@ def test_entries_the_client_may_not_read_in_an_answer_go_on_the_ledger_as_well_o
     received = frames_read(monkeypatch)
     first = Broker(Journal(), ledger, pid=1)
     channel = first.journal.channel
-    with answering() as late:
-        channel.record(report("late_call.py", "near the deadline"))
+    late = checked_by_a_call(first.journal, "late_call.py", "near the deadline")
     ledger.carry(first.journal.carry(late, late=True), broker=1)
-    with answering() as unsent:
-        channel.record(report("unsent.py", "never answered"))
-    first.journal.unread(unsent)
+    first.journal.unread(checked_by_a_call(first.journal, "unsent.py", "never answered"))
     first.die()
     assert [json.loads(body)["seq"] for body in received] == [0, 1, 2]
     assert ledger.channel.owed() == channel.owed()
@@ -279,11 +283,9 @@ def test_an_answer_not_read_makes_the_copy_ask_for_the_whole_channel_again(
     it."""
     first = Broker(Journal(), ledger, pid=1)
     channel = first.journal.channel
-    with answering() as read_one:
-        channel.record(report("a.py", "read"))
+    read_one = checked_by_a_call(first.journal, "a.py", "read")
     ledger.carry(first.journal.carry(read_one, late=False), broker=1)
-    with answering() as unread:
-        channel.record(report("b.py", "never read"))
+    unread = checked_by_a_call(first.journal, "b.py", "never read")
     first.journal.carry(unread, late=False)  # an answer that goes nowhere
     ledger.resync()
     assert not ledger.following
@@ -306,8 +308,7 @@ def test_an_answer_of_a_broker_the_copy_no_longer_follows_is_not_applied(
     own entry of that number."""
     Broker(Journal(), ledger, pid=1).die()
     second = Broker(Journal(), ledger, pid=2)
-    with answering() as made:
-        second.journal.channel.record(report("new.py", "the new session's"))
+    made = checked_by_a_call(second.journal, "new.py", "the new session's")
     ledger.carry([[1, "recorded", to_wire(report("old.py", "the old broker's"))]], broker=1)
     ledger.carry(second.journal.carry(made, late=False), broker=2)
     second.die()
