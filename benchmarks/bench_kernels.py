@@ -80,7 +80,9 @@ on a tree others edit, run from a worktree of a commit, first on ``PYTHONPATH``:
     ``--boundary-cells`` ``%%writefile`` cells each (a new error every time), alternating;
     and the check alone in those kernels (``kernel_check``): ``--boundary-cells`` cells
     each timing 10 checks in the kernel (no cell machinery; on the relay side no other
-    service's loop in the process, unlike (A)). Each in a workspace of its own.
+    service's loop in the process, unlike (A)), in ``--boundary-pairs`` pairs of kernels
+    pooled (each pair on servers of its own: one ty instance answers faster than another by
+    about as much as the boundary). Each in a workspace of its own.
 ``stress``
     ``--stress-kernels`` kernels on one broker, one thread each, for ``--stress-seconds``:
     in turn each writes a file of its own with an error (three per kernel, rewritten), one of
@@ -929,7 +931,7 @@ def call_times(step: Callable[[], object], n: int) -> list[float]:
     return values
 
 
-def bench_boundary(iso: c.Isolation, reps: int, cells: int) -> dict[str, Any]:
+def bench_boundary(iso: c.Isolation, reps: int, cells: int, pairs: int) -> dict[str, Any]:
     from ipylsp.broker.client import Broker
     from ipylsp.broker.relay import RelayedService, attach
     from ipylsp.service import Service
@@ -1083,8 +1085,7 @@ def bench_boundary(iso: c.Isolation, reps: int, cells: int) -> dict[str, Any]:
         # sessions' files (a server with more documents open does more at each change)
         out["kernel_cell"] = kernel_cells(
             made, iso.workspace({"README.md": "bench\n"}, "kernel-cell"), cells)
-        out["kernel_check"] = kernel_checks(
-            made, iso.workspace({"README.md": "bench\n"}, "kernel-check"), cells)
+        out["kernel_check"] = kernel_check_pairs(made, iso, cells, pairs)
         added = out["kernel_check"]["added_ms"]
         out.setdefault("targets", {})["kernel_check"] = (
             added is not None and added <= TARGET_BOUNDARY_MS)
@@ -1149,7 +1150,28 @@ def kernel_checks(made: Part, ws: Path, cells: int, per_cell: int = 10) -> dict[
     med = {side: c.median(values) for side, values in times.items()}
     return {"ms": {side: spread(values) for side, values in times.items()},
             "added_ms": c.difference(med["broker"], med["off"]),
-            "ratio_broker_to_off": c.ratio(med["broker"], med["off"]), "wrong": wrong}
+            "ratio_broker_to_off": c.ratio(med["broker"], med["off"]), "wrong": wrong,
+            "times": times}
+
+
+def kernel_check_pairs(made: Part, iso: c.Isolation, cells: int, pairs: int
+                       ) -> dict[str, Any]:
+    """`kernel_checks` for ``pairs`` pairs of kernels, each pair in a workspace of its own, so
+    on servers of its own on both sides (the broker's for that root; the off kernel's own):
+    how fast one ty instance answers differs from another's by about as much as the boundary,
+    which one pair cannot tell apart from it. ``added_ms``: the pooled samples' medians'
+    difference; ``pairs``: each pair's own."""
+    each = [kernel_checks(made, iso.workspace({"README.md": "bench\n"}, f"kernel-check-{n}"),
+                          cells) for n in range(pairs)]
+    pooled = {side: [t for one in each for t in one["times"][side]] for side in ("broker", "off")}
+    med = {side: c.median(values) for side, values in pooled.items()}
+    for one in each:
+        one.pop("times")
+    return {"ms": {side: spread(values) for side, values in pooled.items()},
+            "added_ms": c.difference(med["broker"], med["off"]),
+            "ratio_broker_to_off": c.ratio(med["broker"], med["off"]),
+            "added_ms_by_pair": [one["added_ms"] for one in each],
+            "wrong": [w for one in each for w in one["wrong"]], "pairs": each}
 
 
 def kernel_cells(made: Part, ws: Path, n: int) -> dict[str, Any]:
@@ -1383,6 +1405,8 @@ def main() -> int:
                         help="new kernels per side (basedpyright on requests; 0: skip)")
     parser.add_argument("--boundary", type=int, default=300, help="rounds of the 5 checks")
     parser.add_argument("--boundary-cells", type=int, default=30, help="kernel cells per side")
+    parser.add_argument("--boundary-pairs", type=int, default=3,
+                        help="pairs of kernels (each on servers of its own) kernel_check pools")
     parser.add_argument("--stress-kernels", type=int, default=10)
     parser.add_argument("--stress-seconds", type=float, default=60.0)
     parser.add_argument("--server-ext", choices=("auto", "on", "off"), default="auto",
@@ -1422,7 +1446,8 @@ def main() -> int:
             result["first_cell"] = bench_first_cell(iso, args.first_cell, args.basedpyright)
         if "boundary" in only:
             c.log(f"boundary: {args.boundary} rounds, {args.boundary_cells} kernel cells")
-            result["boundary"] = bench_boundary(iso, args.boundary, args.boundary_cells)
+            result["boundary"] = bench_boundary(iso, args.boundary, args.boundary_cells,
+                                                args.boundary_pairs)
         if "stress" in only:
             c.log(f"stress: {args.stress_kernels} kernels for {args.stress_seconds} s")
             result["stress"] = bench_stress(iso, args.stress_kernels, args.stress_seconds)

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -339,12 +340,14 @@ def test_entries_that_wait_too_long_for_one_that_never_came_are_applied_and_resy
     end.close()
 
 
+@pytest.mark.parametrize("how", ["late", "interrupted"])
 def test_a_call_whose_answer_the_client_does_not_read_makes_its_copy_resync(
-    ledger: Ledger, tmp_path: Path,
+    ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str,
 ) -> None:
-    """`Broker.call` that gives up on an answer (its deadline passed; an interrupt is the
-    same): whatever that answer carried is not in the copy, which follows no more, so that
-    the next call's ledger connection starts from the whole channel."""
+    """`Broker.call` that gives up on an answer (its deadline passed) or is interrupted
+    while it waits (a kernel's interrupt): its connection is closed, and whatever the answer
+    carried is not in the copy, which follows no more, so that the next call's ledger
+    connection starts from the whole channel."""
     from ipylsp.broker.client import Broker, BrokerLate
     from ipylsp.broker.place import Place
 
@@ -354,9 +357,45 @@ def test_a_call_whose_answer_the_client_does_not_read_makes_its_copy_resync(
     client._ledger = ledger
     silent, broker_end = socket.socketpair()  # a broker that takes the call and says nothing
     client._idle.append((silent, 7))
-    with pytest.raises(BrokerLate):
+    if how == "interrupted":
+        def interrupted(sock: socket.socket, deadline: float | None = None) -> Any:
+            raise KeyboardInterrupt
+        monkeypatch.setattr(frames, "receive", interrupted)
+    with pytest.raises(BrokerLate if how == "late" else KeyboardInterrupt):
         client.call("check_files", {}, timeout=0.2)
     assert not ledger.following
+    assert silent.fileno() == -1  # closed: no connection left half read
+    monkeypatch.undo()
     assert frames.receive(broker_end, time.monotonic() + 5.0)["call"] == "check_files"
-    for made in (end, broker_end, silent):
+    for made in (end, broker_end):
         made.close()
+
+
+def test_a_resync_still_takes_what_the_connection_holds(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call fails because its broker was killed, just after the broker wrote a late
+    answer's entry on the ledger connection, and before the client's reader read it: the
+    copy asks for the whole channel again (`resync`), and still takes that entry, which the
+    killed broker's session owed and the next broker's takes over."""
+    from ipylsp.service.outputs.pending import OWED, RECORDED
+
+    gate = threading.Event()
+    receive = frames.receive_bytes
+
+    def held_back(sock: socket.socket, deadline: float | None = None) -> bytes:
+        assert gate.wait(30.0)  # the reader waits for the interpreter meanwhile
+        return receive(sock, deadline)
+
+    monkeypatch.setattr(frames, "receive_bytes", held_back)
+    end, theirs = socket.socketpair()
+    ledger.follow(theirs, pid=1)
+    deadline = time.monotonic() + 30.0
+    frames.send(end, {OWED: to_wire(Report()), "seq": 0}, deadline)
+    frames.send(end, {RECORDED: to_wire(report("late.py", "late answer")), "seq": 1}, deadline)
+    end.close()  # SIGKILLed
+    ledger.resync()
+    assert not ledger.following
+    gate.set()
+    ledger.settle()
+    assert messages(ledger.channel.owed()) == ["late answer"]

@@ -221,17 +221,19 @@ class Broker:
         for attempt in (1, 2):
             sock, reached = self._take(min(deadline, time.monotonic() + START_BUDGET))
             try:
-                left = deadline - time.monotonic()
-                sent = args(left) if callable(args) else args
-                frames.send(sock, {"call": name, "args": sent, "progress": progress is not None,
-                                   "within": left}, deadline)
                 try:
+                    left = deadline - time.monotonic()
+                    sent = args(left) if callable(args) else args
+                    frames.send(sock, {"call": name, "args": sent,
+                                       "progress": progress is not None, "within": left},
+                                deadline)
                     answer = frames.receive(sock, deadline)
                     while "progress" in answer and progress is not None:
                         _said(progress, str(answer["progress"]))
                         answer = frames.receive(sock, deadline)
-                except BaseException:  # (an interrupt too) what the call made the session
-                    self._unanswered()  # owe, its answer carried: the copy asks it again
+                except BaseException:  # an interrupt too: the connection goes, and what the
+                    sock.close()  # call made the session owe, its answer carried, the
+                    self._unanswered(reached)  # copy asks for again
                     raise
                 if "journal" in answer:  # what the call made the session owe
                     kept = self._ledger
@@ -324,13 +326,14 @@ class Broker:
         for sock, _ in idle:
             sock.close()
 
-    def _unanswered(self) -> None:
-        """A call whose answer this client did not read (late, interrupted, the broker
-        gone): the entries it may have carried are not in the copy, which follows the
-        journal no more; the next call's ledger connection starts from the whole channel
-        (`Ledger.resync`)."""
+    def _unanswered(self, reached: int) -> None:
+        """A call to broker `reached` whose answer this client did not read (late,
+        interrupted, the broker gone): the entries it may have carried are not in the copy,
+        which follows that broker's journal no more; the next call's ledger connection
+        starts from the whole channel (`Ledger.resync`). Nothing to do when the copy follows
+        another broker already (another thread's call replaced it)."""
         ledger = self._ledger
-        if ledger is not None:
+        if ledger is not None and ledger.pid == reached:
             ledger.resync()
 
     def __enter__(self) -> Broker:

@@ -325,7 +325,11 @@ class Ledger:
         (`_next`) and the broker followed (`pid`, `_conn`)."""
         self._broken = False
         """An entry that is not one: the copy stops following (the next call's ledger
-        connection starts from the whole channel)."""
+        connection starts from the whole channel), and takes nothing after it."""
+        self._stale = False
+        """An answer was not read (`resync`): the copy stops following once its connection
+        is read to the end; the next call's ledger connection starts from the whole
+        channel."""
 
     @property
     def channel(self) -> PendingChannel:
@@ -337,7 +341,7 @@ class Ledger:
     @property
     def following(self) -> bool:
         return (self._reader is not None and self._reader.is_alive()
-                and not self._broken)
+                and not self._broken and not self._stale)
 
     def owed(self) -> dict[str, Any]:
         """The copy in its wire form, for the hello of a ledger connection."""
@@ -366,10 +370,15 @@ class Ledger:
     def resync(self) -> None:
         """A call's answer was not read, and what it carried with it: the copy follows no
         more, and the next call's ledger connection starts from the whole channel (which
-        holds it); what came before it stays in the copy."""
+        holds it). Its connection is shut, not dropped: the reader still takes what the
+        socket holds (a late answer's entry, written just before a broker's death), which
+        the next `settle` or `close` applies."""
         with self._lock:
-            self._apply(final=True)
-            self._stop()
+            self._stale = True
+            conn = self._conn
+        if conn is not None:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)  # the reader's `recv` ends after the buffer
 
     def follow(self, conn: _socket.socket, pid: int) -> None:
         """Read broker `pid`'s journal from `conn` (its hello answered) into the copy: its
@@ -377,7 +386,8 @@ class Ledger:
         with self._lock:
             self._apply(final=True)  # what the last connection said, before it
             self._next = 0
-            self._conn, self.pid, self._broken = conn, pid, False
+            self._conn, self.pid = conn, pid
+            self._broken = self._stale = False
         self._reader = threading.Thread(target=self._read, args=(conn,), daemon=True,
                                         name="ipylsp-ledger")
         self._reader.start()
@@ -445,7 +455,7 @@ class Ledger:
             except (ValueError, TypeError):
                 broken = True
         too_many = len(self._held) >= WAITING_AT_MOST
-        past_gaps = (final or too_many) and not broken
+        past_gaps = (final or too_many) and not (broken or self._broken)
         whole = max((n for n, (e, _) in self._held.items() if e == OWED), default=None)
         if whole is not None and whole >= self._next:
             self._next = whole

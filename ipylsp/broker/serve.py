@@ -183,8 +183,11 @@ class BrokerProcess:
                     answer = self._answer(session, message, _progress(conn, message))
                 session.journal.flush()  # what a late answer made it owe meanwhile
                 if carried:  # what the call made it owe travels with its answer
-                    answer["journal"] = session.journal.carry(
-                        carried, late=_late(message, received), answer=answer.get("ok"))
+                    late = _late(message, received)
+                    answer["journal"] = session.journal.carry(carried, late=late,
+                                                              answer=answer.get("ok"))
+                    if late:  # on the ledger connection too, before the answer
+                        session.journal.flush()
                 try:
                     frames.send(conn, answer)
                 except OSError:
