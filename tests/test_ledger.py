@@ -399,3 +399,31 @@ def test_a_resync_still_takes_what_the_connection_holds(
     gate.set()
     ledger.settle()
     assert messages(ledger.channel.owed()) == ["late answer"]
+
+
+def test_what_a_bad_entry_left_waiting_is_not_applied_as_the_next_brokers(
+    ledger: Ledger,
+) -> None:
+    """After an entry that is not one, what came after it waits, never applied (it would
+    apply without the bad one); following a new broker, whose session numbers its entries
+    from 0 again, it must not take the place of the new session's entry of its number."""
+    from ipylsp.service.outputs.pending import RECORDED
+
+    end, theirs = socket.socketpair()
+    ledger.follow(theirs, pid=1)
+    deadline = time.monotonic() + 30.0
+    frames.send(end, {RECORDED: to_wire(report("a.py", "before")), "seq": 0}, deadline)
+    frames.send(end, {RECORDED: {"files": "not a report"}, "seq": 1}, deadline)
+    end.close()
+    until(lambda: len(ledger._raw) == 2)
+    assert messages(ledger.channel.owed()) == ["before"]  # read: the bad one stops it
+    ledger.carry([[3, RECORDED, to_wire(report("old.py", "after the bad one"))]], broker=1)
+    ledger.settle()
+    assert messages(ledger.channel.owed()) == ["before"]
+    second = Broker(Journal(), ledger, pid=2)
+    for n in range(4):  # the new session's entries 1-4 (its whole channel is 0)
+        journal_entry = checked_by_a_call(second.journal, f"n{n}.py", f"new {n}")
+        ledger.carry(second.journal.carry(journal_entry, late=False), broker=2)
+    second.die()
+    assert ledger.channel.owed() == second.journal.channel.owed()
+    assert "after the bad one" not in messages(ledger.channel.owed())

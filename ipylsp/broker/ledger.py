@@ -385,6 +385,7 @@ class Ledger:
         session's entries, numbered from its first (the whole channel)."""
         with self._lock:
             self._apply(final=True)  # what the last connection said, before it
+            self._held.clear()  # (what a bad entry left: another session's numbers)
             self._next = 0
             self._conn, self.pid = conn, pid
             self._broken = self._stale = False
