@@ -221,33 +221,30 @@ class Broker:
         for attempt in (1, 2):
             sock, reached = self._take(min(deadline, time.monotonic() + START_BUDGET))
             try:
-                try:
-                    left = deadline - time.monotonic()
-                    sent = args(left) if callable(args) else args
-                    frames.send(sock, {"call": name, "args": sent,
-                                       "progress": progress is not None, "within": left},
-                                deadline)
+                left = deadline - time.monotonic()
+                sent = args(left) if callable(args) else args
+                frames.send(sock, {"call": name, "args": sent,
+                                   "progress": progress is not None, "within": left}, deadline)
+                answer = frames.receive(sock, deadline)
+                while "progress" in answer and progress is not None:
+                    _said(progress, str(answer["progress"]))
                     answer = frames.receive(sock, deadline)
-                    while "progress" in answer and progress is not None:
-                        _said(progress, str(answer["progress"]))
-                        answer = frames.receive(sock, deadline)
-                except BaseException:  # an interrupt too: the connection goes, and what the
-                    sock.close()  # call made the session owe, its answer carried, the
-                    self._unanswered(reached)  # copy asks for again
-                    raise
-                if "journal" in answer:  # what the call made the session owe
-                    kept = self._ledger
-                    if kept is not None:
-                        kept.carry(answer["journal"], answer.get("ok"), broker=reached)
             except frames.Late:
-                sock.close()
+                self._unanswered(sock, reached)
                 raise BrokerLate(f"the broker did not answer within {timeout:.1f} s") from None
             except OSError as exc:  # frames.FrameError included
-                sock.close()
+                self._unanswered(sock, reached)
                 if attempt == 1:
                     self._drop_idle()  # its other idle connections went with it
                     continue
                 raise BrokerUnavailable(f"the broker did not answer: {exc}") from None
+            except BaseException:  # an interrupt too
+                self._unanswered(sock, reached)
+                raise
+            if "journal" in answer:  # what the call made the session owe
+                kept = self._ledger
+                if kept is not None:
+                    kept.carry(answer["journal"], answer.get("ok"), broker=reached)
             with self._lock:
                 self._idle.append((sock, reached))
             return _result(answer)
@@ -326,12 +323,14 @@ class Broker:
         for sock, _ in idle:
             sock.close()
 
-    def _unanswered(self, reached: int) -> None:
-        """A call to broker `reached` whose answer this client did not read (late,
-        interrupted, the broker gone): the entries it may have carried are not in the copy,
-        which follows that broker's journal no more; the next call's ledger connection
-        starts from the whole channel (`Ledger.resync`). Nothing to do when the copy follows
-        another broker already (another thread's call replaced it)."""
+    def _unanswered(self, sock: socket, reached: int) -> None:
+        """A call on `sock` to broker `reached` whose answer this client did not read (late,
+        interrupted, the broker gone): the connection goes (no answer left half read), and
+        the entries the answer may have carried are not in the copy, which follows that
+        broker's journal no more; the next call's ledger connection starts from the whole
+        channel (`Ledger.resync`). The copy is left as it is when it follows another broker
+        already (another thread's call replaced it)."""
+        sock.close()
         ledger = self._ledger
         if ledger is not None and ledger.pid == reached:
             ledger.resync()

@@ -237,9 +237,10 @@ class Journal:
         value's wire form): an entry of files the answer's report holds as they are (a
         check's record) names them by their places in it (`{"answer_files": [...]}`), not
         again; `late` (the answer may not be read: `LATE_WITHIN`) writes them on the ledger
-        connection as well."""
+        connection as well, before the answer."""
         if late:
             self.unread(entries)
+            self.flush()
         files = answer.get("files") if isinstance(answer, dict) else None
         return [[number, kind, _in_answer(to_wire(report), files)]
                 for number, kind, report in entries]
@@ -375,10 +376,7 @@ class Ledger:
         the next `settle` or `close` applies."""
         with self._lock:
             self._stale = True
-            conn = self._conn
-        if conn is not None:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)  # the reader's `recv` ends after the buffer
+            self._shut()
 
     def follow(self, conn: _socket.socket, pid: int) -> None:
         """Read broker `pid`'s journal from `conn` (its hello answered) into the copy: its
@@ -474,14 +472,18 @@ class Ledger:
                 self._next = number + 1
             else:
                 break
-        if broken or too_many:
-            self._held.clear()  # (after a bad one: they would apply without it)
-            self._stop()
+        if broken:  # the copy follows no more, and its reader ends at once
+            self._held.clear()  # (they would apply without the bad one)
+            self._broken = True
+            self._shut()
+        elif too_many:  # the whole channel again, as after an answer not read (`resync`)
+            self._stale = True
+            self._shut()
 
-    def _stop(self) -> None:
-        """The copy follows no more: the next call's ledger connection starts from the whole
-        channel; the reader ends, so that a `settle` waits for nothing (under `_lock`)."""
-        self._broken = True
+    def _shut(self) -> None:
+        """Shut the ledger connection (under `_lock`): the reader's `recv` ends after what
+        the socket holds (unless the copy is `_broken`: then at once), and the next call's
+        ledger connection starts from the whole channel."""
         conn = self._conn
         if conn is not None:
             with contextlib.suppress(OSError):

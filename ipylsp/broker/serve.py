@@ -183,11 +183,8 @@ class BrokerProcess:
                     answer = self._answer(session, message, _progress(conn, message))
                 session.journal.flush()  # what a late answer made it owe meanwhile
                 if carried:  # what the call made it owe travels with its answer
-                    late = _late(message, received)
-                    answer["journal"] = session.journal.carry(carried, late=late,
-                                                              answer=answer.get("ok"))
-                    if late:  # on the ledger connection too, before the answer
-                        session.journal.flush()
+                    answer["journal"] = session.journal.carry(
+                        carried, late=_late(message, received), answer=answer.get("ok"))
                 try:
                     frames.send(conn, answer)
                 except OSError:
