@@ -42,19 +42,54 @@ class Late(FrameError):
 
 
 def send(sock: socket, message: dict[str, Any], deadline: float | None = None) -> None:
-    body = json_text.dumps(message).encode("utf-8", "surrogatepass")
-    if len(body) > MAX_FRAME:
-        raise FrameError(f"message of {len(body)} bytes is over {MAX_FRAME}")
+    data = encode(message)
     _timeout(sock, deadline)
     try:
-        sock.sendall(_HEADER.pack(len(body)) + body)
+        sock.sendall(data)
     except TimeoutError:
         raise Late("the peer did not read in time") from None
 
 
+def encode(message: dict[str, Any]) -> bytes:
+    """`message` as a frame's bytes; `FrameError` when it is over `MAX_FRAME`."""
+    body = json_text.dumps(message).encode("utf-8", "surrogatepass")
+    if len(body) > MAX_FRAME:
+        raise FrameError(f"message of {len(body)} bytes is over {MAX_FRAME}")
+    return _HEADER.pack(len(body)) + body
+
+
+class Unframing:
+    """Messages from bytes as they arrive (a connection an event loop reads): `feed` them,
+    then take what is whole with `next`."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+
+    def next(self) -> dict[str, Any] | None:
+        """The next whole message, None until one is; `FrameError` for one over `MAX_FRAME`
+        (refused from its length) or not a message."""
+        if len(self._buffer) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack_from(self._buffer)
+        if size > MAX_FRAME:
+            raise FrameError(f"message of {size} bytes is over {MAX_FRAME}")
+        end = _HEADER.size + size
+        if len(self._buffer) < end:
+            return None
+        body = bytes(self._buffer[_HEADER.size:end])
+        del self._buffer[:end]
+        return _decoded(body)
+
+
 def receive(sock: socket, deadline: float | None = None) -> dict[str, Any]:
     """The next message; `FrameError` when the peer closed, overran, or `deadline` passed."""
-    body = receive_bytes(sock, deadline)
+    return _decoded(receive_bytes(sock, deadline))
+
+
+def _decoded(body: bytes) -> dict[str, Any]:
     try:
         message = json_text.loads(body.decode("utf-8", "surrogatepass"))
     except ValueError as exc:

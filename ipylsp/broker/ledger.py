@@ -86,21 +86,39 @@ Entry = tuple[int, str, Report]
 """A journal's entry: its number in the channel's order, its kind (`OWED`, `RECORDED`,
 `TAKEN`) and its report (in the wire: a list, its report's wire form)."""
 
-_THREAD = threading.local()
-"""The entries the call this thread answers made (`answering`)."""
+_CARRIED: dict[object, list[Entry]] = {}
+"""The entries each call being answered has made (`answering`), by who answers it."""
+
+
+def _answerer() -> object:
+    """Who answers the call at hand: the task on a service's loop (a check the broker answers
+    there: a late answer recorded meanwhile, by another task or callback of that loop, is not
+    the call's), else the thread."""
+    import asyncio
+
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no loop runs in this thread
+        task = None
+    return task if task is not None else threading.get_ident()
 
 
 @contextlib.contextmanager
 def answering() -> Iterator[list[Entry]]:
-    """This thread answers a call: the entries it makes meanwhile gather in the list given,
-    for its answer (`Journal.carry`), not for the ledger connection."""
-    outer = getattr(_THREAD, "carried", None)
+    """The caller (a thread, or a task on a service's loop: `_answerer`) answers a call: the
+    entries it makes meanwhile gather in the list given, for its answer (`Journal.carry`),
+    not for the ledger connection."""
+    who = _answerer()
+    outer = _CARRIED.get(who)
     carried: list[Entry] = []
-    _THREAD.carried = carried
+    _CARRIED[who] = carried
     try:
         yield carried
     finally:
-        _THREAD.carried = outer
+        if outer is None:
+            del _CARRIED[who]
+        else:
+            _CARRIED[who] = outer
 
 
 class _Stream:
@@ -125,7 +143,7 @@ class _Stream:
         which orders the numbers: quick), numbered; a call's (`answering`) goes in its
         answer, any other is written by the journal's thread, woken for it."""
         made = (next(self._numbers), kind, report)
-        carried: list[Entry] | None = getattr(_THREAD, "carried", None)
+        carried = _CARRIED.get(_answerer()) if _CARRIED else None
         if carried is not None:
             carried.append(made)
         else:
@@ -150,6 +168,10 @@ class _Stream:
             for number, kind, report in entries:
                 frames.send(self.conn, {kind: to_wire(report), "seq": number},
                             time.monotonic() + WRITE_WITHIN)
+
+    def busy(self) -> bool:
+        """Whether entries wait for the connection, or are being written on it."""
+        return bool(self._entries) or self._writing.locked()
 
     def close(self) -> None:
         """No more entries: its thread ends (a write in progress fails)."""
@@ -252,6 +274,13 @@ class Journal:
             stream = self._stream
         if stream is not None and entries:
             stream.queue(entries)
+
+    def writing(self) -> bool:
+        """Whether entries wait for the ledger connection or are being written on it: a call's
+        answer then goes out after them (`flush`, a blocking write)."""
+        with self._lock:
+            stream = self._stream
+        return stream is not None and stream.busy()
 
     def flush(self) -> None:
         """Write the entries waiting for the ledger connection (before a call's answer goes

@@ -453,6 +453,21 @@ class RelayedService(_Facade):
         self._publish(value)
         return typing.cast(Report, value)
 
+    async def check_files_async(self, files: Sequence[FileCheck], *,
+                                timeout: float | None = None,
+                                progress: Callable[[str], None] | None = None,
+                                cold: float | None = None) -> Report:
+        """`check_files`, awaited on any loop: the call waits on a thread of its own (this
+        process runs no loop of the service's: `event_loop`)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.check_files, files, timeout=timeout,
+                                       progress=progress, cold=cold)
+
+    def event_loop(self) -> None:
+        """None: this service's work runs in the broker (`check_files_async` on any loop)."""
+        return None
+
     def _timed_out(self, files: Sequence[FileCheck], detail: str) -> Report:
         """The report of a check the broker took and did not answer: each file "timed out",
         as the service says of its own (`failed_files`)."""

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from ipylsp.broker import frames
 from ipylsp.broker.client import _THIS_BROKER, READY, mount_namespace
-from ipylsp.broker.ledger import LATE_WITHIN, Journal, answering
+from ipylsp.broker.connection import Answers, Connection
+from ipylsp.broker.ledger import LATE_WITHIN, Journal
 from ipylsp.broker.place import BROKER_ENV, Place, build_id, default_data
 from ipylsp.model.checks import FileCheck
 from ipylsp.model.environment import Environment
@@ -48,6 +49,7 @@ from ipylsp.service import STORE_ENV
 if TYPE_CHECKING:
     from ipylsp.agent.toolbox import Toolbox
     from ipylsp.cells.session import CellSession
+    from ipylsp.model.diagnostics import Report
     from ipylsp.model.verdict import Verdict
     from ipylsp.service import Service
 
@@ -172,27 +174,10 @@ class BrokerProcess:
                 session.journal.serve(stream, self.stopping, lambda: frames.send(conn, welcome))
                 return
             frames.send(conn, welcome)
-            while not self.stopping.is_set():
-                try:
-                    message = frames.receive(conn)
-                except frames.FrameError:
-                    return
-                received = time.monotonic()
-                self.touch()
-                with answering() as carried:
-                    answer = self._answer(session, message, _progress(conn, message))
-                session.journal.flush()  # what a late answer made it owe meanwhile
-                if carried:  # what the call made it owe travels with its answer
-                    answer["journal"] = session.journal.carry(
-                        carried, late=_late(message, received), answer=answer.get("ok"))
-                try:
-                    frames.send(conn, answer)
-                except OSError:
-                    session.journal.unread(carried)
-                    raise
-                self.touch()
-                if message.get("call") == "stop":
-                    self.stopping.set()
+            loop = session.service.event_loop()
+            if loop is None:
+                raise OSError("the session's service runs no loop")
+            Connection(self._answers(session), loop).serve(conn, HELLO_SAID_WITHIN)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.info("a connection ended: %r", exc)
         finally:
@@ -306,20 +291,51 @@ class BrokerProcess:
 
     # -- calls ------------------------------------------------------------------------------
 
+    def _answers(self, session: Session) -> Answers:
+        """What a connection of `session` answers its calls with (`connection`)."""
+        return Answers(
+            on_loop=_on_loop,
+            at_once=lambda message, progress: self._check(session, message, progress),
+            waiting=lambda message, progress: self._answer(session, message, progress),
+            late=_late, journal=session.journal, touch=self.touch, stopping=self.stopping)
+
+    async def _check(self, session: Session, message: dict[str, Any],
+                     progress: Callable[[str], None] | None) -> dict[str, Any]:
+        """A check's answer (`_on_loop`), on the loop of the session's context: a relayed
+        `check_files` (`relay.RelayedService`), `check_files` or a thin CLI's `check`."""
+        from ipylsp.broker.relay import decode_args
+
+        call, args = message.get("call"), message.get("args")
+        if not isinstance(args, dict):
+            return _error("protocol", "a call's args must be an object")
+        service = session.service
+        try:
+            if call == "service":
+                given = args.get("args")
+                if not isinstance(given, dict):
+                    return _error("bad_call", "a relayed call's args must be an object")
+                decoded = {**decode_args("check_files", given), "progress": progress}
+                return {"ok": to_wire(await service.check_files_async(**decoded))}
+            files = from_wire(tuple[FileCheck, ...], args.get("files"))
+            report = await service.check_files_async(files, timeout=_budget(service, args))
+            if call == "check_files":
+                return {"ok": to_wire(report)}
+            return {"ok": _verdict(service, args, files, report).to_wire()}
+        except ValueError as exc:
+            return _error("bad_call", str(exc))
+        except Exception as exc:  # our bug: the client gets one line, the broker carries on
+            log.exception("call %s failed", call)
+            return _error("failed", repr(exc))
+
     def _answer(self, session: Session, message: dict[str, Any],
                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Any call but a check (`_check`), on its connection's thread."""
         call, args = message.get("call"), message.get("args")
         if not isinstance(args, dict):
             return _error("protocol", "a call's args must be an object")
         try:
             if call == "service":
                 return self._relayed(session, args, progress)
-            if call == "check":
-                return {"ok": _verdict(session.service, args).to_wire()}
-            if call == "check_files":
-                files = from_wire(tuple[FileCheck, ...], args.get("files"))
-                timeout = _budget(session.service, args)
-                return {"ok": to_wire(session.service.check_files(files, timeout=timeout))}
             if call == "feature":  # a query (`relay.feature_call`) in the client's session
                 from ipylsp.broker.relay import answer_feature
 
@@ -363,7 +379,7 @@ class BrokerProcess:
             settings = _as_the_client_has_them(read(Settings, given.get("settings")),
                                                session.variables)
             return {"ok": to_wire(session.service.configure(settings))}
-        local = {"progress": progress} if method in ("check_files", "check_rest") else {}
+        local = {"progress": progress} if method == "check_rest" else {}
         return {"ok": call_relayed(session.service, method, given, **local)}
 
     def _others_using(self, session: Session, server_id: object) -> int:
@@ -494,14 +510,21 @@ def _budget(service: Service, args: dict[str, Any]) -> float:
     return service.settings.wait_budget if given is None else float(given)
 
 
-def _verdict(service: Service, args: dict[str, Any]) -> Verdict:
-    """`ipylsp check`'s verdict for a thin client: checked and rendered here, with the
+def _on_loop(message: dict[str, Any]) -> bool:
+    """Whether a call is a check, answered on the loop of its context (`connection`)."""
+    call, args = message.get("call"), message.get("args")
+    if call in ("check", "check_files"):
+        return True
+    return call == "service" and isinstance(args, dict) and args.get("method") == "check_files"
+
+
+def _verdict(service: Service, args: dict[str, Any], files: tuple[FileCheck, ...],
+             report: Report) -> Verdict:
+    """`ipylsp check`'s verdict for a thin client: its `report` rendered here, with the
     client's severity and hint."""
     from ipylsp.analysis.report import FormatOptions
     from ipylsp.analysis.report.verdict import verdict
 
-    files = from_wire(tuple[FileCheck, ...], args.get("files"))
-    report = service.check_files(files, timeout=_budget(service, args))
     severity = args.get("severity") or service.settings.severity
     shown = from_wire(Settings, {**to_wire(service.settings), "severity": severity})
     options = FormatOptions.from_settings(shown, more_hint=str(args.get("more_hint") or ""))
@@ -515,18 +538,6 @@ def _late(message: dict[str, Any], received: float) -> bool:
     if not isinstance(within, (int, float)):
         return True  # a client that does not say: as if it may not read it
     return time.monotonic() > received + within - LATE_WITHIN
-
-
-def _progress(conn: socket.socket, message: dict[str, Any]) -> Callable[[str], None] | None:
-    """What sends a call's progress lines to its client, when it asked for them."""
-    if message.get("progress") is not True:
-        return None
-
-    def say(line: str) -> None:
-        with contextlib.suppress(OSError):  # a client that does not read loses its progress
-            frames.send(conn, {"progress": line}, time.monotonic() + HELLO_SAID_WITHIN)
-
-    return say
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ come back as `Unknown` entries in the `Report`. Its servers are found and run in
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
     )
 
 log = logging.getLogger(__name__)
+
+FIRST_WAIT, EVERY_WAIT = 0.5, 0.25
+"""A check's `progress`: its first line after this many seconds, then one every so often."""
 
 __all__ = ["FileCheck", "Service"]
 
@@ -219,23 +223,65 @@ class Service:
         budget = self.settings.wait_budget if timeout is None else float(timeout)
         if not files:
             return Report()
-        deadline = time.monotonic() + budget
-        virtual = [f.path for f in files if f.virtual]
-        self._sink.virtual.update(str(p) for p in virtual)
+        deadline = self._checking(files, budget)
         loop = self._background()
         try:
-            on_wait = None if progress is None else lambda: progress(self._waiting_for())
+            on_wait = None if progress is None else lambda: progress(
+                self._waiting_for(self.status()))
             result, rows = loop.run(
                 self._check_all_with_status(files, deadline, budget, cold),
                 budget + HANDOVER_MARGIN,
-                on_wait=on_wait,
+                on_wait=on_wait, first_wait=FIRST_WAIT, every=EVERY_WAIT,
             )
         except LoopTimeout:
-            rows = None
-            result = batch.BatchResult(files=failed_files(
-                (f.path for f in files), self.settings,
-                UnknownReason.TIMED_OUT, "check timed out",
-            ))
+            result, rows = self._all_timed_out(files), None
+        return self._checked(files, result, rows)
+
+    async def check_files_async(
+        self,
+        files: Sequence[FileCheck],
+        *,
+        timeout: float | None = None,
+        progress: Callable[[str], None] | None = None,
+        cold: float | None = None,
+    ) -> Report:
+        """`check_files`, awaited on the service's own loop (`event_loop`), from a coroutine
+        of an adapter whose I/O runs there (the broker's client connections): the same check,
+        without a thread's hand-off each way. `progress` is called on the loop."""
+        budget = self.settings.wait_budget if timeout is None else float(timeout)
+        if not files:
+            return Report()
+        if asyncio.get_running_loop() is not self.event_loop():
+            raise RuntimeError("check_files_async runs on the service's own loop")
+        deadline = self._checking(files, budget)
+        ticking = None if progress is None else _Ticking(
+            FIRST_WAIT, EVERY_WAIT, lambda: progress(self._waiting_for(self._state.pool.status())))
+        try:
+            result, rows = await asyncio.wait_for(
+                self._check_all_with_status(files, deadline, budget, cold),
+                budget + HANDOVER_MARGIN)
+        except asyncio.TimeoutError:
+            result, rows = self._all_timed_out(files), self._state.pool.status()
+        finally:
+            if ticking is not None:
+                ticking.cancel()
+        return self._checked(files, result, rows)
+
+    def _checking(self, files: Sequence[FileCheck], budget: float) -> float:
+        """A check begins: its deadline; its virtual documents are known as such."""
+        self._sink.virtual.update(str(f.path) for f in files if f.virtual)
+        return time.monotonic() + budget
+
+    def _all_timed_out(self, files: Sequence[FileCheck]) -> batch.BatchResult:
+        return batch.BatchResult(files=failed_files(
+            (f.path for f in files), self.settings, UnknownReason.TIMED_OUT, "check timed out",
+        ))
+
+    def _checked(self, files: Sequence[FileCheck], result: batch.BatchResult,
+                 rows: list[ServerStatus] | None) -> Report:
+        """A check's report from its batch's result, recorded (pending, subscribers) and the
+        servers' status published."""
+        virtual = [f.path for f in files if f.virtual]
         notes = list(result.notes)
         if result.rest:
             with self._lock:
@@ -354,10 +400,11 @@ class Service:
                 return True
         return False
 
-    def _waiting_for(self) -> str:
-        """A line for people: which servers a long check is waiting for, and why."""
+    @staticmethod
+    def _waiting_for(rows: list[ServerStatus]) -> str:
+        """A line for people: which servers (`rows`) a long check is waiting for, and why."""
         parts = []
-        for row in self.status():
+        for row in rows:
             if row.state is ServerState.STARTING:
                 parts.append(f"{row.server_id} (starting)")
             elif row.state is ServerState.RUNNING and row.detail not in ("", "running"):
@@ -401,6 +448,11 @@ class Service:
     def thread_ident(self) -> int | None:
         """The background loop's thread (started if needed; starting it spawns no server)."""
         return self._background().thread_ident
+
+    def event_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop this service's work runs on (started if needed; starting it spawns no
+        server), for `check_files_async`; None where its work runs in another process."""
+        return self._background().loop
 
     def feature(
         self,
@@ -515,3 +567,24 @@ class Service:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Ticking:
+    """`call()` on the running loop after `first` seconds, then every `every` seconds, until
+    cancelled (a check's progress, on the loop); what it raises is logged, never the loop's."""
+
+    def __init__(self, first: float, every: float, call: Callable[[], object]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._every = every
+        self._call = call
+        self._handle = self._loop.call_later(first, self._tick)
+
+    def _tick(self) -> None:
+        try:
+            self._call()
+        except Exception:
+            log.exception("a check's progress failed")
+        self._handle = self._loop.call_later(self._every, self._tick)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
