@@ -286,6 +286,24 @@ def test_a_message_over_the_limit_ends_the_connection(served: Callable[..., Serv
     assert one.client.recv(1) == b""
 
 
+def test_a_call_that_fails_on_the_connections_thread_ends_its_connection_alone(
+    served: Callable[..., Served],
+) -> None:
+    """Our bug in a call's thread: that connection ends (the client sees it closed, as a
+    broker gone: `Broker.call` retries on a new connection), not the loop."""
+    def waiting(message: dict[str, Any], progress: Any) -> dict[str, Any]:
+        raise RuntimeError("our bug")
+
+    failing = served(waiting=waiting)
+    frames.send(failing.client, {"call": "status", "args": {}})
+    failing.thread.join(10.0)
+    assert not failing.thread.is_alive()
+    with pytest.raises(frames.FrameError, match="closed"):
+        frames.receive(failing.client, time.monotonic() + 10.0)
+    assert asyncio.run_coroutine_threadsafe(asyncio.sleep(0, "alive"), failing.loop).result(
+        10.0) == "alive"
+
+
 def test_a_stop_call_stops_the_broker_once_its_answer_is_written(
     served: Callable[..., Served],
 ) -> None:

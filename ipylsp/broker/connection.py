@@ -25,6 +25,7 @@ its turn. Touches the frames, the journal and what `Answers` gives; not the serv
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import socket
@@ -77,6 +78,7 @@ class Connection(asyncio.Protocol):
         self._busy = False
         self._transport: asyncio.Transport | None = None
         self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._checking: asyncio.Task[None] | None = None
 
     # -- the connection's thread --------------------------------------------------------------
 
@@ -93,7 +95,13 @@ class Connection(asyncio.Protocol):
             taking.cancel()
             raise OSError(f"the loop did not take the connection: {exc!r}") from None
         while (job := self._work.get()) is not None:
-            job()
+            try:
+                job()
+            except Exception:  # our bug, or the loop closed under it: the connection ends
+                log.exception("a call failed on its connection's thread")
+                with contextlib.suppress(RuntimeError):  # a closed loop closed it already
+                    self._loop.call_soon_threadsafe(self._close)
+                return
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -122,8 +130,8 @@ class Connection(asyncio.Protocol):
         self._busy = True
         message, received = self._calls.popleft()
         self._answers.touch()
-        if self._answers.on_loop(message):
-            self._loop.create_task(self._check(message, received))
+        if self._answers.on_loop(message):  # held: the loop keeps only a weak reference
+            self._checking = self._loop.create_task(self._check(message, received))
         else:
             self._work.put(lambda: self._wait_for(message, received))
 

@@ -12,8 +12,10 @@ and a pending problem is owed only to a client that lives, so the client keeps t
   in that call's answer (`answering`, `Journal.carry`): the client holds it when it sees the
   answer, at no cost of its own to the call. Any other entry (a late answer, made by a
   service's loop; the whole channel) is written on a connection of the client's own, its
-  ledger connection, by that connection's thread as it is made, or by a call's thread before
-  its answer, whichever comes first (`Journal.flush`). So is a call's entry whose answer may
+  ledger connection, by that connection's thread as it is made, or before the answer of the
+  next call, by the thread of the call's connection, whichever comes first (`Journal.flush`;
+  a check answered on its service's loop leaves that blocking write to its connection's
+  thread: `broker/connection.py`). So is a call's entry whose answer may
   not be read: one that failed to go out, or went out so near the client's deadline
   (`within`) that the client may have given up; a client that did not read an answer (it
   gave up, or was interrupted) asks for the whole channel again (`Ledger.resync`). A write

@@ -12,6 +12,10 @@ build. Lifetime: it ends when no client has been connected and no call made for 
 seconds, on a `stop` call, and on SIGTERM or SIGINT, closing every service first (their servers
 stopped); a SIGKILLed broker's servers are killed by their watchdogs, as a kernel's are. An
 adapter over the service's facade and the agent's tools.
+
+A connection's thread reads its hello; a ledger connection's thread then writes its journal
+(`ledger`); any other connection is handed to its context's loop (`connection`): a check is
+answered there (`_check`), every other call on the connection's thread (`_answer`).
 """
 
 from __future__ import annotations
@@ -59,11 +63,13 @@ HELLO_SAID_WITHIN = 5.0
 """Seconds a new connection has to say hello."""
 
 SWITCH_INTERVAL = 0.0005
-"""The broker's `sys.setswitchinterval` (Python's default: 5 ms). A client's thread that
-has its answer ready waits for the GIL while the context's loop thread reads what servers
-still send after a check; with the default it waited 0.76 ms (median) to send a check's
-answer, with this 0.09 (bench_kernels' boundary, broker side timed). The broker's threads
-mostly wait on sockets and pipes: switching more often costs it nothing measurable."""
+"""The broker's `sys.setswitchinterval` (Python's default: 5 ms). A connection's thread that
+has an answer ready waits for the GIL while the context's loop thread reads what servers
+still send; with the default, when checks were answered on those threads, it waited 0.76 ms
+(median) to send a check's answer, with this 0.09 (bench_kernels' boundary, broker side
+timed). Checks are answered on the loop now (`connection`); every other call still is on a
+thread. The broker's threads mostly wait on sockets and pipes: switching more often costs it
+nothing measurable."""
 
 MOUNTS = mount_namespace()
 """The broker's view of the file systems: a client in another one (a sandbox, a container
