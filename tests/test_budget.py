@@ -10,11 +10,14 @@ pending channel. The fixture serves shell files (no syntax tier in the way).
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,10 +59,20 @@ def services() -> Iterator[list[Service]]:
         service.close()
 
 
-def timed_check(service: Service, files: list[FileCheck]) -> tuple[Report, float]:
+def timed_check(service: Service, files: list[FileCheck], how: str = "facade",
+                ) -> tuple[Report, float]:
+    """A check and its wall time, through the facade or awaited on the service's loop (as
+    the broker's connections do: `check_files_async`)."""
     started = time.monotonic()
-    report = service.check_files(files)
+    report = service.check_files(files) if how == "facade" else on_its_loop(
+        service, service.check_files_async(files))
     return report, time.monotonic() - started
+
+
+def on_its_loop(service: Service, awaited: Coroutine[Any, Any, Report]) -> Report:
+    loop = service.event_loop()
+    assert loop is not None
+    return asyncio.run_coroutine_threadsafe(awaited, loop).result(30.0)
 
 
 def file_unknowns(report: Report) -> list[tuple[str, UnknownReason]]:
@@ -75,9 +88,10 @@ FAULTS = {
 }
 
 
+@pytest.mark.parametrize("how", ["facade", "on its loop"])
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_every_check_keeps_the_budget_and_the_third_is_answered_from_the_broken_set(
-    workspace: Path, services: list[Service], fault: str
+    workspace: Path, services: list[Service], fault: str, how: str
 ) -> None:
     service = Service(settings(*FAULTS[fault]))
     services.append(service)
@@ -87,8 +101,8 @@ def test_every_check_keeps_the_budget_and_the_third_is_answered_from_the_broken_
         if n == 2:  # late work of check 2 (a retry finding the server broken) is done first:
             service.settle_late(5)  # it reaches no report, so it must not use up the notice
         path.write_text(f"echo {n}\nERROR:e{n}\n")
-        report, took = timed_check(service, [FileCheck(path)])
-        assert took <= PROMISE, f"check {n + 1} took {took:.2f} s ({fault})"
+        report, took = timed_check(service, [FileCheck(path)], how)
+        assert took <= PROMISE, f"check {n + 1} took {took:.2f} s ({fault}, {how})"
         reports.append(report)
     assert file_unknowns(reports[0]) == [("fake", UnknownReason.TIMED_OUT)]
     assert file_unknowns(reports[1]) == [("fake", UnknownReason.TIMED_OUT)]
@@ -104,6 +118,37 @@ def test_every_check_keeps_the_budget_and_the_third_is_answered_from_the_broken_
     path.write_text("echo 4\n")
     fourth = service.check(path)
     assert fourth.files[0].unknown[0].hint == ""
+
+
+def test_a_check_on_the_services_loop_says_what_it_waits_for_as_the_facade_does(
+    workspace: Path, services: list[Service]
+) -> None:
+    """`check_files_async`: its progress lines, called on the loop, are the facade's (after
+    half a second, then every quarter); awaited on another loop, it refuses."""
+    service = Service(settings(*FAULTS["pulls never answered"], wait_budget=1.2))
+    services.append(service)
+    said: dict[str, list[str]] = {"facade": [], "on its loop": []}
+    threads: set[int | None] = set()
+    for how, lines in said.items():
+        path = workspace / f"{how.replace(' ', '_')}.sh"
+        path.write_text("ERROR:e\n")
+
+        def say(line: str, lines: list[str] = lines) -> None:
+            lines.append(line)
+            threads.add(threading.get_ident())
+
+        checks = [FileCheck(path)]
+        if how == "facade":
+            service.check_files(checks, progress=say)
+            threads.clear()  # the facade's: the caller's thread
+        else:
+            on_its_loop(service, service.check_files_async(checks, progress=say))
+    assert said["facade"][0] == "ipylsp: waiting for diagnostics"
+    assert said["on its loop"] == said["facade"][:len(said["on its loop"])]
+    assert len(said["on its loop"]) >= 2
+    assert threads == {service.thread_ident}
+    with pytest.raises(RuntimeError, match="own loop"):
+        asyncio.run(service.check_files_async([FileCheck(workspace / "other.sh")]))
 
 
 def test_a_cut_is_one_line_per_server_across_its_workspace_roots(

@@ -51,8 +51,11 @@ class Served:
     at_once: AtOnce = named
     waiting: Waiting = named_here
     journal: Journal = field(default_factory=Journal)
-    late: bool = False
+    late: bool | Callable[[], bool] = False
     stopping: threading.Event = field(default_factory=threading.Event)
+    events: list[str] = field(default_factory=list)
+    """What happened, in order: the tests' own, then "client gone" once the loop saw the
+    client go and "connection ended" once the connection's thread did."""
 
     def __post_init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -60,12 +63,27 @@ class Served:
                                             daemon=True)
         self.loop_thread.start()
         self.client, theirs = socket.socketpair()
+        late = self.late
         answers = Answers(on_loop=lambda m: m.get("call") == "check", at_once=self.at_once,
-                          waiting=self.waiting, late=lambda m, r: self.late,
+                          waiting=self.waiting,
+                          late=lambda m, r: late() if callable(late) else late,
                           journal=self.journal, touch=lambda: None, stopping=self.stopping)
         self.connection = Connection(answers, self.loop)
-        self.thread = threading.Thread(target=self.connection.serve, args=(theirs, 5.0),
-                                       name="connection", daemon=True)
+        self.lost = threading.Event()
+        seen = self.connection.connection_lost
+
+        def lost(exc: Exception | None) -> None:  # asyncio's call, seen by the test
+            self.events.append("client gone")
+            self.lost.set()
+            seen(exc)
+
+        self.connection.connection_lost = lost  # type: ignore[method-assign]
+
+        def serve() -> None:
+            self.connection.serve(theirs, 5.0)
+            self.events.append("connection ended")
+
+        self.thread = threading.Thread(target=serve, name="connection", daemon=True)
         self.thread.start()
 
     def call(self, name: str, progress: bool = False, **args: Any) -> list[dict[str, Any]]:
@@ -230,24 +248,38 @@ def test_a_checks_entries_travel_in_its_answer_not_a_late_answer_made_meanwhile_
     assert followed.copy_once_the_broker_ends() == ["late", "mine"]
 
 
-def test_a_clients_gone_before_its_answer_leaves_the_answers_entries_to_the_ledger_connection(
-    served: Callable[..., Served], followed: Followed,
+@pytest.mark.parametrize("how", ["in time", "near its deadline", "behind ledger entries"])
+def test_a_check_whose_client_went_ends_first_and_leaves_its_entries_to_the_ledger(
+    served: Callable[..., Served], followed: Followed, monkeypatch: pytest.MonkeyPatch,
+    how: str,
 ) -> None:
+    """The client goes while its check runs: the check runs to its end, and the entries its
+    answer carried reach the ledger connection, whether the answer was written on the loop,
+    or by the connection's thread after a blocking write (near the client's deadline, or
+    behind entries waiting for the ledger connection); only then does the connection's
+    thread end (and with it the session's connection: its service is never closed under a
+    check of its own)."""
     journal = followed.journal
+    if how == "behind ledger entries":
+        monkeypatch.setattr(journal, "writing", lambda: True)
     release = asyncio.Event()
+    events: list[str] = []
 
     async def at_once(message: dict[str, Any], progress: Any) -> dict[str, Any]:
         journal.channel.record(report("a.py", "mine"))
         await release.wait()
+        events.append("check done")
         return {"ok": {"files": []}}
 
-    one = served(at_once=at_once, journal=journal)
+    one = served(at_once=at_once, journal=journal, late=how == "near its deadline",
+                 events=events)
     frames.send(one.client, {"call": "check", "args": {}})
     one.client.shutdown(socket.SHUT_RDWR)
-    one.thread.join(10.0)  # the connection's thread ends once the loop saw the client go
-    assert not one.thread.is_alive()
+    assert one.lost.wait(10.0)
     one.loop.call_soon_threadsafe(release.set)
-    one.settled()
+    one.thread.join(10.0)
+    assert not one.thread.is_alive()
+    assert events == ["client gone", "check done", "connection ended"]
     assert followed.copy_once_the_broker_ends() == ["mine"]
 
 
@@ -286,20 +318,63 @@ def test_a_message_over_the_limit_ends_the_connection(served: Callable[..., Serv
     assert one.client.recv(1) == b""
 
 
-def test_a_call_that_fails_on_the_connections_thread_ends_its_connection_alone(
-    served: Callable[..., Served],
+@pytest.mark.parametrize("call", ["check", "status"])
+def test_a_call_that_raises_is_answered_failed_with_its_entries_and_the_next_is_answered(
+    served: Callable[..., Served], call: str,
 ) -> None:
-    """Our bug in a call's thread: that connection ends (the client sees it closed, as a
-    broker gone: `Broker.call` retries on a new connection), not the loop."""
+    """Our bug in a check (on the loop) or another call (on the connection's thread): the
+    client gets one line, and the entries the call made before it raised, in its answer."""
+    journal = Journal()
+
+    async def at_once(message: dict[str, Any], progress: Any) -> dict[str, Any]:
+        if message["args"].get("fail"):
+            journal.channel.record(report("a.py", "mine"))
+            raise RuntimeError("our bug")
+        return {"ok": "checked"}
+
     def waiting(message: dict[str, Any], progress: Any) -> dict[str, Any]:
+        if message["args"].get("fail"):
+            journal.channel.record(report("a.py", "mine"))
+            raise RuntimeError("our bug")
+        return {"ok": "waited"}
+
+    journal.open(socket.socketpair()[0])  # followed: the channel journals its records
+    one = served(at_once=at_once, waiting=waiting, journal=journal)
+    [answer] = one.call(call, fail=True)
+    assert answer["error"] == {"kind": "failed", "message": "RuntimeError('our bug')"}
+    assert [(kind, entry["files"][0]["path"]) for _, kind, entry in answer["journal"]] == [
+        (RECORDED, "/w/a.py")]
+    assert one.call(call) == [{"ok": "checked" if call == "check" else "waited"}]
+
+
+@pytest.mark.parametrize("call", ["check", "status"])
+def test_a_call_that_fails_unanswered_ends_its_connection_alone(
+    served: Callable[..., Served], call: str,
+) -> None:
+    """Our bug past a call's answer (here its lateness cannot be told), on the loop or the
+    connection's thread: that connection ends (the client sees it closed, as a broker gone:
+    `Broker.call` retries on a new connection), and its thread with it; the loop carries
+    on."""
+    def late() -> bool:
         raise RuntimeError("our bug")
 
-    failing = served(waiting=waiting)
-    frames.send(failing.client, {"call": "status", "args": {}})
-    failing.thread.join(10.0)
-    assert not failing.thread.is_alive()
+    async def at_once(message: dict[str, Any], progress: Any) -> dict[str, Any]:
+        journal.channel.record(report("a.py", "mine"))  # an entry: its lateness is asked
+        return {"ok": "checked"}
+
+    def waiting(message: dict[str, Any], progress: Any) -> dict[str, Any]:
+        journal.channel.record(report("a.py", "mine"))
+        return {"ok": "waited"}
+
+    journal = Journal()
+    journal.open(socket.socketpair()[0])
+    failing = served(at_once=at_once, waiting=waiting, journal=journal, late=late)
+    frames.send(failing.client, {"call": call, "args": {}})
     with pytest.raises(frames.FrameError, match="closed"):
         frames.receive(failing.client, time.monotonic() + 10.0)
+    failing.thread.join(10.0)
+    assert not failing.thread.is_alive()
+    assert failing.events == ["client gone", "connection ended"]
     assert asyncio.run_coroutine_threadsafe(asyncio.sleep(0, "alive"), failing.loop).result(
         10.0) == "alive"
 

@@ -25,7 +25,6 @@ its turn. Touches the frames, the journal and what `Answers` gives; not the serv
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import queue
 import socket
@@ -79,6 +78,8 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._checking: asyncio.Task[None] | None = None
+        self._lost = False
+        """The client closed it (`connection_lost`)."""
 
     # -- the connection's thread --------------------------------------------------------------
 
@@ -97,11 +98,14 @@ class Connection(asyncio.Protocol):
         while (job := self._work.get()) is not None:
             try:
                 job()
-            except Exception:  # our bug, or the loop closed under it: the connection ends
+            except Exception:  # our bug: this call is not answered, its connection ends
                 log.exception("a call failed on its connection's thread")
-                with contextlib.suppress(RuntimeError):  # a closed loop closed it already
-                    self._loop.call_soon_threadsafe(self._close)
-                return
+                try:
+                    self._loop.call_soon_threadsafe(self._failed)
+                except RuntimeError:  # the loop closed: nothing more comes
+                    return
+        # the client closed it and no call of it is in flight (`connection_lost`): the
+        # session's connection ends (`serve.BrokerProcess._leave`) after its last call
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -110,7 +114,9 @@ class Connection(asyncio.Protocol):
         self._transport = transport
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._work.put(None)  # its thread ends the session's connection
+        self._lost = True
+        if not self._busy:  # else once the call in flight is done (`_done`)
+            self._work.put(None)
 
     def data_received(self, data: bytes) -> None:
         self._unframing.feed(data)
@@ -136,24 +142,39 @@ class Connection(asyncio.Protocol):
             self._work.put(lambda: self._wait_for(message, received))
 
     async def _check(self, message: dict[str, Any], received: float) -> None:
-        journal = self._answers.journal
-        progress = self._progress(message, here=True)
         try:
-            with answering() as carried:
-                answer = await self._answers.at_once(message, progress)
-        except Exception as exc:  # our bug: the client gets one line, the broker carries on
-            log.exception("a check failed")
-            answer, carried = {"error": {"kind": "failed", "message": repr(exc)}}, []
-        late = bool(carried) and self._answers.late(message, received)
-        if late or journal.writing():  # a blocking write first: not on the loop
-            self._work.put(lambda: self._finish(message, answer, carried, late))
-            return
-        self._write_answer(message, self._encoded(answer, carried, late), carried)
+            journal = self._answers.journal
+            answer, carried = await self._answered(
+                self._answers.at_once(message, self._progress(message, here=True)))
+            late = bool(carried) and self._answers.late(message, received)
+            if late or journal.writing():  # a blocking write first: not on the loop
+                self._work.put(lambda: self._finish(message, answer, carried, late))
+                return
+            self._write_answer(message, self._encoded(answer, carried, late), carried)
+        except Exception:  # our bug: this call is not answered, its connection ends
+            log.exception("a check failed on its connection's loop")
+            self._failed()
+
+    @staticmethod
+    async def _answered(answering_it: Awaitable[dict[str, Any]],
+                        ) -> tuple[dict[str, Any], list[Entry]]:
+        """A check's answer and the journal entries it made (`answering`: this task's)."""
+        with answering() as carried:
+            try:
+                answer = await answering_it
+            except Exception as exc:  # our bug: the client gets one line, with the entries
+                log.exception("a check failed")
+                answer = {"error": {"kind": "failed", "message": repr(exc)}}
+        return answer, carried
 
     def _wait_for(self, message: dict[str, Any], received: float) -> None:
         """A call that is not a check, on the connection's thread."""
         with answering() as carried:
-            answer = self._answers.waiting(message, self._progress(message, here=False))
+            try:
+                answer = self._answers.waiting(message, self._progress(message, here=False))
+            except Exception as exc:  # our bug: the client gets one line, with the entries
+                log.exception("a call failed")
+                answer = {"error": {"kind": "failed", "message": repr(exc)}}
         late = bool(carried) and self._answers.late(message, received)
         self._finish(message, answer, carried, late)
 
@@ -194,8 +215,22 @@ class Connection(asyncio.Protocol):
         self._answers.touch()
         if message.get("call") == "stop":
             self._answers.stopping.set()
+        self._done()
+
+    def _failed(self) -> None:
+        """On the loop: a call that failed without an answer; the connection ends."""
+        self._close()
+        self._done()
+
+    def _done(self) -> None:
+        """On the loop: the call in flight is done; the next one, or the connection's end
+        once the client closed it (its thread then ends the session's connection, never
+        under a call of it still running)."""
         self._busy = False
-        self._next()
+        if self._lost:
+            self._work.put(None)
+        else:
+            self._next()
 
     def _progress(self, message: dict[str, Any], *, here: bool) -> Progress | None:
         """What writes a call's progress lines, when it asked for them: called on the loop

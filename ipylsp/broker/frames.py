@@ -1,6 +1,9 @@
 """The broker socket's messages: a 4-byte big-endian length, then that many bytes of UTF-8
-JSON; a message over `MAX_FRAME` is refused before it is read. Reads and writes keep to a
-deadline (`socket` timeouts set from it), so no call waits on a broker beyond its budget.
+JSON; a message over `MAX_FRAME` is refused before it is read. A client's reads and writes
+keep to a deadline (`socket` timeouts set from it), so no call waits on a broker beyond its
+budget. The broker's side of a call connection is read and written by its context's loop
+(`broker/connection.py`: `Unframing`, `encode`), whose writes a client that does not read
+holds in that connection's buffer, never the loop.
 
 A request is `{"call": name, "args": {...}}`, with `"within"`: the seconds the client waits
 for its answer; its answer `{"ok": value}` or `{"error": {"kind": ..., "message": ...}}`,

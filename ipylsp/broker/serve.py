@@ -62,6 +62,10 @@ log = logging.getLogger("ipylsp.broker")
 HELLO_SAID_WITHIN = 5.0
 """Seconds a new connection has to say hello."""
 
+TAKEN_WITHIN = 5.0
+"""Seconds a context's loop has to take a connection once its hello is answered (a loop that
+does not is wedged: the connection ends, and the client's next call makes another)."""
+
 SWITCH_INTERVAL = 0.0005
 """The broker's `sys.setswitchinterval` (Python's default: 5 ms). A connection's thread that
 has an answer ready waits for the GIL while the context's loop thread reads what servers
@@ -183,7 +187,7 @@ class BrokerProcess:
             loop = session.service.event_loop()
             if loop is None:
                 raise OSError("the session's service runs no loop")
-            Connection(self._answers(session), loop).serve(conn, HELLO_SAID_WITHIN)
+            Connection(self._answers(session), loop).serve(conn, TAKEN_WITHIN)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.info("a connection ended: %r", exc)
         finally:

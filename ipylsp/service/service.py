@@ -97,6 +97,7 @@ class Service:
         self._late = LateAnswers(self._checker, self._sink)
         self._unchecked: list[FileCheck] = []
         self._lock = threading.Lock()
+        self._publishing = threading.Lock()
         self._closed = False
         cleanup.register(self)
 
@@ -256,16 +257,25 @@ class Service:
         deadline = self._checking(files, budget)
         ticking = None if progress is None else _Ticking(
             FIRST_WAIT, EVERY_WAIT, lambda: progress(self._waiting_for(self._state.pool.status())))
+        # A task of its own, left to its cancellation at the deadline, not awaited through
+        # it (as `loop.run` leaves it): a server's start cancelled kills its process first,
+        # seconds that are not the check's. Its entries (`_checked`) are this task's.
+        checking = asyncio.ensure_future(
+            self._check_all_with_status(files, deadline, budget, cold))
+        checking.add_done_callback(_retrieved)
         try:
-            result, rows = await asyncio.wait_for(
-                self._check_all_with_status(files, deadline, budget, cold),
-                budget + HANDOVER_MARGIN)
-        except asyncio.TimeoutError:
-            result, rows = self._all_timed_out(files), self._state.pool.status()
+            await asyncio.wait({checking}, timeout=budget + HANDOVER_MARGIN)
         finally:
             if ticking is not None:
                 ticking.cancel()
-        return self._checked(files, result, rows)
+            in_time = checking.done()
+            if not in_time:
+                checking.cancel()
+        if in_time:
+            result, rows = checking.result()
+        else:
+            result, rows = self._all_timed_out(files), self._state.pool.status()
+        return self._checked(files, result, rows, publish=False)
 
     def _checking(self, files: Sequence[FileCheck], budget: float) -> float:
         """A check begins: its deadline; its virtual documents are known as such."""
@@ -278,9 +288,10 @@ class Service:
         ))
 
     def _checked(self, files: Sequence[FileCheck], result: batch.BatchResult,
-                 rows: list[ServerStatus] | None) -> Report:
+                 rows: list[ServerStatus] | None, *, publish: bool = True) -> Report:
         """A check's report from its batch's result, recorded (pending, subscribers) and the
-        servers' status published."""
+        servers' status published (on the caller's thread, else, a file write, off the
+        loop: `publish=False` on it)."""
         virtual = [f.path for f in files if f.virtual]
         notes = list(result.notes)
         if result.rest:
@@ -305,7 +316,10 @@ class Service:
         self._sink.record(
             report, preflight=frozenset(str(f.path) for f in files if f.content is not None)
         )
-        self._publish_status(rows)
+        if publish:
+            self._publish_status(rows)
+        else:
+            asyncio.get_running_loop().run_in_executor(None, self._publish_status, rows)
         return report
 
     def subscribe(self, callback: Subscriber) -> None:
@@ -421,7 +435,9 @@ class Service:
         from ipylsp.servers.executables import data_dir
         from ipylsp.service.runtime.status_file import write_status
 
-        with contextlib.suppress(Exception):  # the report is ready: never fail the caller here
+        # the report is ready: never fail the caller here; one writer at a time (checks
+        # awaited on the loop publish from its executor's threads)
+        with contextlib.suppress(Exception), self._publishing:
             write_status(
                 data_dir(self.settings), id(self), self.status() if rows is None else rows,
                 errors=self.error_count(),
@@ -567,6 +583,13 @@ class Service:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """A check's task abandoned at its deadline: what it raised while cancelled is logged, not
+    left for the loop to report as never retrieved."""
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("a check's task ended after its deadline", exc_info=task.exception())
 
 
 class _Ticking:

@@ -25,7 +25,8 @@ class ReportSink:
     """Records reports in the pending channel and hands them to the subscribers.
 
     Callbacks run on the thread that made the report (the caller's for a check, ipylsp's
-    loop for a late answer): they should be quick and must not wait on the service."""
+    loop for a late answer and for a check awaited there, `Service.check_files_async`): they
+    should be quick and must not wait on the service (on the loop, its facade raises)."""
 
     def __init__(self, pending: PendingChannel) -> None:
         self._pending = pending
