@@ -310,6 +310,60 @@ def test_a_late_calls_entries_are_written_on_the_ledger_connection_before_its_an
     assert followed.copy_once_the_broker_ends() == ["mine"]
 
 
+def test_an_answer_the_client_has_not_taken_whole_leaves_its_entries_to_the_ledger_too(
+    served: Callable[..., Served], followed: Followed,
+) -> None:
+    """An answer larger than the socket's buffer, to a client not reading yet: what the
+    write could not hand over waits in the connection's buffer, and the entries it carries
+    go on the ledger connection as well (the copy gets them without the answer's)."""
+    journal = followed.journal
+
+    async def at_once(message: dict[str, Any], progress: Any) -> dict[str, Any]:
+        journal.channel.record(report("a.py", "mine"))
+        return {"ok": {"files": [], "padding": "x" * (8 << 20)}}
+
+    one = served(at_once=at_once, journal=journal)
+    [answer] = one.call("check")  # read once it was written, in part, and buffered
+    assert len(answer["ok"]["padding"]) == 8 << 20
+    assert followed.copy_once_the_broker_ends() == ["mine"]
+
+
+def test_an_answer_over_the_limit_ends_the_connection_and_leaves_its_entries_to_the_ledger(
+    served: Callable[..., Served], followed: Followed, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    journal = followed.journal
+    monkeypatch.setattr(frames, "MAX_FRAME", 64 * 1024)
+
+    async def at_once(message: dict[str, Any], progress: Any) -> dict[str, Any]:
+        journal.channel.record(report("a.py", "mine"))
+        return {"ok": {"files": [], "padding": "x" * (128 * 1024)}}
+
+    one = served(at_once=at_once, journal=journal)
+    frames.send(one.client, {"call": "check", "args": {}})
+    with pytest.raises(frames.FrameError, match="closed"):
+        frames.receive(one.client, time.monotonic() + 10.0)
+    one.thread.join(10.0)
+    assert not one.thread.is_alive()
+    assert followed.copy_once_the_broker_ends() == ["mine"]
+
+
+def test_a_connection_the_loop_does_not_take_is_refused_in_time() -> None:
+    """A context's loop that does not run (wedged, or closed): `serve` says so within its
+    bound (`serve.TAKEN_WITHIN`), and the broker ends that connection."""
+    idle = asyncio.new_event_loop()  # never run
+    ours, theirs = socket.socketpair()
+    try:
+        connection = Connection(Answers(
+            on_loop=lambda m: True, at_once=named, waiting=named_here, late=lambda m, r: False,
+            journal=Journal(), touch=lambda: None, stopping=threading.Event()), idle)
+        with pytest.raises(OSError, match="did not take"):
+            connection.serve(theirs, 0.2)
+    finally:
+        for end in (ours, theirs):
+            end.close()
+        idle.close()
+
+
 def test_a_message_over_the_limit_ends_the_connection(served: Callable[..., Served]) -> None:
     one = served()
     one.client.sendall(struct.pack(">I", frames.MAX_FRAME + 1))

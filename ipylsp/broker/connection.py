@@ -88,12 +88,17 @@ class Connection(asyncio.Protocol):
         thread until the client closes it (module doc); `OSError` when the loop did not
         take it."""
         conn.setblocking(False)
-        taking = asyncio.run_coroutine_threadsafe(
-            self._loop.connect_accepted_socket(lambda: self, sock=conn), self._loop)
+        take = self._loop.connect_accepted_socket(lambda: self, sock=conn)
+        try:
+            taking = asyncio.run_coroutine_threadsafe(take, self._loop)
+        except RuntimeError as exc:  # the loop closed
+            take.close()
+            raise OSError(f"the loop did not take the connection: {exc!r}") from None
         try:
             taking.result(within)
-        except Exception as exc:  # the loop closed, or is wedged
-            taking.cancel()
+        except Exception as exc:  # the loop is wedged (or failed to take it)
+            if taking.cancel():  # never started: it never will
+                take.close()
             raise OSError(f"the loop did not take the connection: {exc!r}") from None
         while (job := self._work.get()) is not None:
             try:

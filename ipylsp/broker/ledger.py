@@ -304,10 +304,17 @@ def _in_answer(value: dict[str, Any], files: object) -> dict[str, Any]:
     its files: `PendingChannel.replay`); else `value`."""
     if not isinstance(files, list):
         return value
-    try:
-        return {ANSWER_FILES: [files.index(file) for file in value["files"]]}
-    except ValueError:  # one of them is not in the answer
-        return value
+    places: dict[object, int] = {}  # by path: one pass over the answer's files, not one each
+    for place, file in enumerate(files):
+        if isinstance(file, dict):
+            places.setdefault(file.get("path"), place)
+    found = []
+    for file in value["files"]:
+        where = places.get(file.get("path"))
+        if where is None or files[where] != file:
+            return value  # not in the answer as it is
+        found.append(where)
+    return {ANSWER_FILES: found}
 
 
 def _from_answer(value: object, answer: object) -> object:
