@@ -275,7 +275,7 @@ class Service:
             result, rows = checking.result()
         else:
             result, rows = self._all_timed_out(files), self._state.pool.status()
-        return self._checked(files, result, rows, publish=False)
+        return self._checked(files, result, rows, on_loop=True)
 
     def _checking(self, files: Sequence[FileCheck], budget: float) -> float:
         """A check begins: its deadline; its virtual documents are known as such."""
@@ -288,10 +288,9 @@ class Service:
         ))
 
     def _checked(self, files: Sequence[FileCheck], result: batch.BatchResult,
-                 rows: list[ServerStatus] | None, *, publish: bool = True) -> Report:
+                 rows: list[ServerStatus] | None, *, on_loop: bool = False) -> Report:
         """A check's report from its batch's result, recorded (pending, subscribers) and the
-        servers' status published (on the caller's thread, else, a file write, off the
-        loop: `publish=False` on it)."""
+        servers' status published (`on_loop`: the file written off it)."""
         virtual = [f.path for f in files if f.virtual]
         notes = list(result.notes)
         if result.rest:
@@ -316,10 +315,7 @@ class Service:
         self._sink.record(
             report, preflight=frozenset(str(f.path) for f in files if f.content is not None)
         )
-        if publish:
-            self._publish_status(rows)
-        else:
-            asyncio.get_running_loop().run_in_executor(None, self._publish_status, rows)
+        self._publish_status(rows, off_loop=on_loop)
         return report
 
     def subscribe(self, callback: Subscriber) -> None:
@@ -426,21 +422,28 @@ class Service:
         what = ", ".join(parts) if parts else "diagnostics"
         return f"ipylsp: waiting for {what}"
 
-    def _publish_status(self, rows: list[ServerStatus] | None = None) -> None:
+    def _publish_status(self, rows: list[ServerStatus] | None = None, *,
+                        off_loop: bool = False) -> None:
         """Let `ipylsp status` in another process see this process's servers (the shared
-        service's file, for one that shares)."""
+        service's file, for one that shares). `off_loop`: called on the loop, which decides
+        whether the status changed and leaves the file's writing to its executor."""
         if self._host is not None:
-            self._host._publish_status(rows)
+            self._host._publish_status(rows, off_loop=off_loop)
             return
         from ipylsp.servers.executables import data_dir
         from ipylsp.service.runtime.status_file import write_status
 
-        # the report is ready: never fail the caller here; one writer at a time (checks
-        # awaited on the loop publish from its executor's threads)
-        with contextlib.suppress(Exception), self._publishing:
+        def locked(write: Callable[[], None]) -> None:  # one writer at a time
+            with contextlib.suppress(Exception), self._publishing:
+                write()
+
+        def later(write: Callable[[], None]) -> None:
+            asyncio.get_running_loop().run_in_executor(None, locked, write)
+
+        with contextlib.suppress(Exception):  # the report is ready: never fail the caller here
             write_status(
                 data_dir(self.settings), id(self), self.status() if rows is None else rows,
-                errors=self.error_count(),
+                errors=self.error_count(), write=later if off_loop else locked,
             )
 
     def pending(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,13 @@ def _file(data_dir: Path, token: int) -> Path:
 
 
 def write_status(
-    data_dir: Path, token: int, rows: Sequence[ServerStatus], errors: int = 0
+    data_dir: Path, token: int, rows: Sequence[ServerStatus], errors: int = 0, *,
+    write: Callable[[Callable[[], None]], object] | None = None,
 ) -> None:
     """`token` tells apart several services of one process; `errors`: the current errors of
-    the files it checked (the Jupyter server's status sums them over kernels)."""
+    the files it checked (the Jupyter server's status sums them over kernels). Nothing is
+    written when they are what was last written; else `write`, given the writing, runs it
+    (None: at once; a service's loop hands it to a thread)."""
     path = _file(data_dir, token)
     body = json.dumps(
         {
@@ -46,12 +49,19 @@ def write_status(
     )
     if _last_written.get(path) == body:
         return
-    with contextlib.suppress(OSError):  # NotPrivate too: no status then, checks go on
-        owned_dir(path.parent)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(body)
-        os.replace(temporary, path)
-        _last_written[path] = body
+
+    def writing() -> None:
+        with contextlib.suppress(OSError):  # NotPrivate too: no status then, checks go on
+            owned_dir(path.parent)
+            temporary = path.with_suffix(".tmp")
+            temporary.write_text(body)
+            os.replace(temporary, path)
+            _last_written[path] = body
+
+    if write is None:
+        writing()
+    else:
+        write(writing)
 
 
 def remove_status(data_dir: Path, token: int) -> None:
