@@ -12,7 +12,7 @@ What runs where:
   (`Answers.on_loop`) answered as a task there (`Service.check_files_async`); every write, in
   the order made (progress lines, answers). A client that does not read holds only its own
   connection, never the loop.
-- **The connection's thread** (`work`): every other call (a facade method waits on the loop,
+- **The connection's thread** (`serve`): every other call (a facade method waits on the loop,
   and must not run on it); a check's answer whose journal entries must first be written on
   the ledger connection, a blocking write (a late answer's entry made meanwhile, or the call's
   own near the client's deadline: `Journal.carry`); the session's end once the client
@@ -67,7 +67,7 @@ class Answers:
 
 class Connection(asyncio.Protocol):
     """One client connection on its context's loop (module doc). Made by the connection's
-    thread, which then runs `work` until the client closes it."""
+    thread, which then runs `serve` until the client closes it."""
 
     def __init__(self, answers: Answers, loop: asyncio.AbstractEventLoop) -> None:
         self._answers = answers
