@@ -150,7 +150,7 @@ class Connection(asyncio.Protocol):
         try:
             journal = self._answers.journal
             answer, carried = await self._answered(
-                self._answers.at_once(message, self._progress(message, here=True)))
+                message, self._answers.at_once(message, self._progress(message, here=True)))
             late = bool(carried) and self._answers.late(message, received)
             if late or journal.writing():  # a blocking write first: not on the loop
                 self._work.put(lambda: self._finish(message, answer, carried, late))
@@ -161,15 +161,14 @@ class Connection(asyncio.Protocol):
             self._failed()
 
     @staticmethod
-    async def _answered(answering_it: Awaitable[dict[str, Any]],
+    async def _answered(message: dict[str, Any], answering_it: Awaitable[dict[str, Any]],
                         ) -> tuple[dict[str, Any], list[Entry]]:
         """A check's answer and the journal entries it made (`answering`: this task's)."""
         with answering() as carried:
             try:
                 answer = await answering_it
-            except Exception as exc:  # our bug: the client gets one line, with the entries
-                log.exception("a check failed")
-                answer = {"error": {"kind": "failed", "message": repr(exc)}}
+            except Exception as exc:
+                answer = _our_bug(message, exc)
         return answer, carried
 
     def _wait_for(self, message: dict[str, Any], received: float) -> None:
@@ -177,9 +176,8 @@ class Connection(asyncio.Protocol):
         with answering() as carried:
             try:
                 answer = self._answers.waiting(message, self._progress(message, here=False))
-            except Exception as exc:  # our bug: the client gets one line, with the entries
-                log.exception("a call failed")
-                answer = {"error": {"kind": "failed", "message": repr(exc)}}
+            except Exception as exc:
+                answer = _our_bug(message, exc)
         late = bool(carried) and self._answers.late(message, received)
         self._finish(message, answer, carried, late)
 
@@ -264,3 +262,10 @@ class Connection(asyncio.Protocol):
     def _close(self) -> None:
         if self._transport is not None:
             self._transport.close()
+
+
+def _our_bug(message: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    """The answer to a call that raised `exc` (our bug, logged): one line for the client,
+    which still gets the entries the call made; the broker carries on."""
+    log.exception("call %s failed", message.get("call"), exc_info=exc)
+    return frames.error("failed", repr(exc))

@@ -61,6 +61,11 @@ def encode(message: dict[str, Any]) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+def error(kind: str, message: str) -> dict[str, Any]:
+    """An answer that is an error of `kind` (the module doc's form)."""
+    return {"error": {"kind": kind, "message": message}}
+
+
 class Unframing:
     """Messages from bytes as they arrive (a connection an event loop reads): `feed` them,
     then take what is whole with `next`."""

@@ -53,6 +53,7 @@ client that never saw it: the session forgot what it handed over, and so does th
 from __future__ import annotations
 
 import _socket
+import asyncio
 import contextlib
 import itertools
 import select
@@ -96,8 +97,6 @@ def _answerer() -> object:
     """Who answers the call at hand: the task on a service's loop (a check the broker answers
     there: a late answer recorded meanwhile, by another task or callback of that loop, is not
     the call's), else the thread."""
-    import asyncio
-
     try:
         task = asyncio.current_task()
     except RuntimeError:  # no loop runs in this thread

@@ -231,19 +231,19 @@ class BrokerProcess:
         """The client's session for a hello that may have one, else the refusal to send."""
         args = hello.get("args")
         if hello.get("call") != "hello" or not isinstance(args, dict):
-            return None, _error("protocol", "the first call must be hello")
+            return None, frames.error("protocol", "the first call must be hello")
         given = str(args.get("secret", "")).encode("utf-8", "replace")
         if not hmac.compare_digest(given, self._secret.encode("ascii")):
-            return None, _error("denied", "wrong secret")
+            return None, frames.error("denied", "wrong secret")
         if args.get("build") != self.place.build:
-            return None, _error("build", f"this broker is build {self.place.build}")
+            return None, frames.error("build", f"this broker is build {self.place.build}")
         if args.get("mounts") != MOUNTS:
-            return None, _error("mounts", "the client sees other file systems (another mount "
+            return None, frames.error("mounts", "the client sees other file systems (another mount "
                                           "namespace: a sandbox, a container)")
         try:
             return self._session(args), {}
         except ValueError as exc:
-            return None, _error("bad_context", str(exc))
+            return None, frames.error("bad_context", str(exc))
 
     def _session(self, args: dict[str, Any]) -> Session:
         """The client's session (made at its first connection), one connection more: its own
@@ -312,18 +312,19 @@ class BrokerProcess:
     async def _check(self, session: Session, message: dict[str, Any],
                      progress: Callable[[str], None] | None) -> dict[str, Any]:
         """A check's answer (`_on_loop`), on the loop of the session's context: a relayed
-        `check_files` (`relay.RelayedService`), `check_files` or a thin CLI's `check`."""
+        `check_files` (`relay.RelayedService`), `check_files` or a thin CLI's `check`. What
+        else it raises is our bug, answered by the connection (`connection._our_bug`)."""
         from ipylsp.broker.relay import decode_args
 
         call, args = message.get("call"), message.get("args")
         if not isinstance(args, dict):
-            return _error("protocol", "a call's args must be an object")
+            return frames.error("protocol", "a call's args must be an object")
         service = session.service
         try:
             if call == "service":
                 given = args.get("args")
                 if not isinstance(given, dict):
-                    return _error("bad_call", "a relayed call's args must be an object")
+                    return frames.error("bad_call", "a relayed call's args must be an object")
                 decoded = {**decode_args("check_files", given), "progress": progress}
                 return {"ok": to_wire(await service.check_files_async(**decoded))}
             files = from_wire(tuple[FileCheck, ...], args.get("files"))
@@ -332,17 +333,15 @@ class BrokerProcess:
                 return {"ok": to_wire(report)}
             return {"ok": _verdict(service, args, files, report).to_wire()}
         except ValueError as exc:
-            return _error("bad_call", str(exc))
-        except Exception as exc:  # our bug: the client gets one line, the broker carries on
-            log.exception("call %s failed", call)
-            return _error("failed", repr(exc))
+            return frames.error("bad_call", str(exc))
 
     def _answer(self, session: Session, message: dict[str, Any],
                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-        """Any call but a check (`_check`), on its connection's thread."""
+        """Any call but a check (`_check`), on its connection's thread (what else it raises:
+        as `_check`)."""
         call, args = message.get("call"), message.get("args")
         if not isinstance(args, dict):
-            return _error("protocol", "a call's args must be an object")
+            return frames.error("protocol", "a call's args must be an object")
         try:
             if call == "service":
                 return self._relayed(session, args, progress)
@@ -365,11 +364,8 @@ class BrokerProcess:
             if call == "stop":
                 return {"ok": True}
         except ValueError as exc:
-            return _error("bad_call", str(exc))
-        except Exception as exc:  # our bug: the client gets one line, the broker carries on
-            log.exception("call %s failed", call)
-            return _error("failed", repr(exc))
-        return _error("unknown_call", f"there is no call {call!r}")
+            return frames.error("bad_call", str(exc))
+        return frames.error("unknown_call", f"there is no call {call!r}")
 
     def _relayed(self, session: Session, args: dict[str, Any],
                  progress: Callable[[str], None] | None) -> dict[str, Any]:
@@ -380,11 +376,11 @@ class BrokerProcess:
 
         method, given = str(args.get("method")), args.get("args")
         if method not in RELAYED or not isinstance(given, dict):
-            return _error("bad_call", f"{method!r} is not a relayed facade method")
+            return frames.error("bad_call", f"{method!r} is not a relayed facade method")
         if method in ("stop", "restart") and not args.get("shared"):
             others = self._others_using(session, given.get("server_id"))
             if others > 0:
-                return _error("shared", str(others))
+                return frames.error("shared", str(others))
         if method == "configure":  # the client's store and data directory, as at its hello
             settings = _as_the_client_has_them(read(Settings, given.get("settings")),
                                                session.variables)
@@ -548,10 +544,6 @@ def _late(message: dict[str, Any], received: float) -> bool:
     if not isinstance(within, (int, float)):
         return True  # a client that does not say: as if it may not read it
     return time.monotonic() > received + within - LATE_WITHIN
-
-
-def _error(kind: str, message: str) -> dict[str, Any]:
-    return {"error": {"kind": kind, "message": message}}
 
 
 def _tree_rss_kb(pid: int) -> int | None:
